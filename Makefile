@@ -1,0 +1,61 @@
+# tsplit — build, test and benchmark.
+#
+#   make build         build bin/tsplitc
+#   make test          install test oracles if missing, export torch models, run all tests
+#   make bench         benchmarks (go test -bench)
+#   make fuzz          fuzz the ONNX decoder (FUZZTIME=60s by default)
+#   make lint          go vet + gofmt check
+#   make proto         regenerate onnxpb/onnx.pb.go from onnxpb/onnx.proto
+#   make models        regenerate the small zoo models in testdata/onnx
+#   make torch-models  export torchvision / transformer models to testdata/torch
+#   make deps          install the outside oracles (python3-torch, python3-onnx, onnxruntime-node, protoc)
+
+GO       ?= go
+PYTHON   ?= /usr/bin/python3
+FUZZTIME ?= 60s
+GOBIN    := $(shell $(GO) env GOPATH)/bin
+export PATH := $(GOBIN):$(PATH)
+
+.PHONY: all build test test-go fuzz fuzz-ci bench lint proto models torch-models deps clean
+
+all: build
+
+build:
+	$(GO) build -o bin/tsplitc ./cmd/tsplitc
+
+deps:
+	bash scripts/install-deps.sh
+
+torch-models: deps
+	$(PYTHON) scripts/export_torch_models.py testdata/torch
+
+# The whole suite: oracles installed by the project's own script, real
+# PyTorch exports, every Go test, and a short fuzz run of the decoder.
+test: torch-models
+	TSPLIT_REQUIRE_ORACLES=1 $(GO) test -timeout 9m ./...
+	$(MAKE) fuzz FUZZTIME=5s
+
+# Tests without installing anything: tests needing absent oracles skip.
+test-go:
+	$(GO) test ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./compiler
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+proto:
+	@command -v protoc >/dev/null || bash scripts/install-deps.sh
+	@command -v protoc-gen-go >/dev/null || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.10
+	$(GO) generate ./onnxpb
+
+models: build
+	./bin/tsplitc zoo --small --all -o testdata/onnx
+
+clean:
+	rm -rf bin

@@ -1,0 +1,271 @@
+package backend
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/onnxpb"
+)
+
+// ToProto converts a model to a ModelProto. Fields of the source model
+// that the IR does not represent are copied from m.Src; the result
+// shares initializer protos with the source rather than copying weights.
+func ToProto(m *ir.Model) (*onnxpb.ModelProto, error) {
+	src, _ := m.Src.(*onnxpb.ModelProto)
+	out := &onnxpb.ModelProto{}
+	if src != nil {
+		out.IrVersion = src.IrVersion
+		out.OpsetImport = src.OpsetImport
+		out.ProducerName = src.ProducerName
+		out.ProducerVersion = src.ProducerVersion
+		out.Domain = src.Domain
+		out.ModelVersion = src.ModelVersion
+		out.DocString = src.DocString
+		out.MetadataProps = src.MetadataProps
+		out.TrainingInfo = src.TrainingInfo
+		out.Functions = src.Functions
+		out.ProtoReflect().SetUnknown(src.ProtoReflect().GetUnknown())
+	} else {
+		out.IrVersion = proto.Int64(m.IRVersion)
+		if m.IRVersion == 0 {
+			out.IrVersion = proto.Int64(int64(onnxpb.Version_IR_VERSION))
+		}
+		out.OpsetImport = opsetProtos(m.Opsets)
+	}
+	g, err := graphToProto(m.Graph)
+	if err != nil {
+		return nil, err
+	}
+	out.Graph = g
+	return out, nil
+}
+
+// Marshal encodes a model deterministically.
+func Marshal(m *ir.Model) ([]byte, error) {
+	mp, err := ToProto(m)
+	if err != nil {
+		return nil, err
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(mp)
+}
+
+// WriteFile writes the model to path atomically: the bytes go to a
+// temporary file in the same folder that is renamed into place, so a
+// failure never leaves a partial output file.
+func WriteFile(m *ir.Model, path string) error {
+	data, err := Marshal(m)
+	if err != nil {
+		return fmt.Errorf("backend: %s: %v", path, err)
+	}
+	return WriteBytesAtomic(path, data)
+}
+
+// WriteBytesAtomic writes data to path through a temporary file and a
+// rename.
+func WriteBytesAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("backend: %v", err)
+	}
+	name := tmp.Name()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("backend: writing %s: %v", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("backend: writing %s: %v", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("backend: %v", err)
+	}
+	return nil
+}
+
+func opsetProtos(opsets map[string]int64) []*onnxpb.OperatorSetIdProto {
+	domains := make([]string, 0, len(opsets))
+	for d := range opsets {
+		domains = append(domains, d)
+	}
+	slices.Sort(domains)
+	var out []*onnxpb.OperatorSetIdProto
+	for _, d := range domains {
+		out = append(out, &onnxpb.OperatorSetIdProto{Domain: proto.String(d), Version: proto.Int64(opsets[d])})
+	}
+	return out
+}
+
+func graphToProto(g *ir.Graph) (*onnxpb.GraphProto, error) {
+	src, _ := g.Src.(*onnxpb.GraphProto)
+	out := &onnxpb.GraphProto{}
+	srcInputs := map[string]*onnxpb.ValueInfoProto{}
+	srcOutputs := map[string]*onnxpb.ValueInfoProto{}
+	if src != nil {
+		out.Name = src.Name
+		out.DocString = src.DocString
+		out.SparseInitializer = src.SparseInitializer
+		out.QuantizationAnnotation = src.QuantizationAnnotation
+		out.MetadataProps = src.MetadataProps
+		out.ProtoReflect().SetUnknown(src.ProtoReflect().GetUnknown())
+		for _, vi := range src.Input {
+			srcInputs[vi.GetName()] = vi
+		}
+		for _, vi := range src.Output {
+			srcOutputs[vi.GetName()] = vi
+		}
+		// value_info entries are kept for the values that still exist.
+		for _, vi := range src.ValueInfo {
+			if g.Lookup(vi.GetName()) != nil {
+				out.ValueInfo = append(out.ValueInfo, vi)
+			}
+		}
+	} else {
+		out.Name = proto.String(g.Name)
+	}
+	for _, v := range g.Inputs {
+		if vi, ok := srcInputs[v.Name]; ok {
+			out.Input = append(out.Input, vi)
+		} else {
+			out.Input = append(out.Input, valueInfo(v))
+		}
+	}
+	for _, v := range g.Inits {
+		tp, err := initProto(v)
+		if err != nil {
+			return nil, err
+		}
+		out.Initializer = append(out.Initializer, tp)
+	}
+	for _, op := range g.Order() {
+		out.Node = append(out.Node, nodeProto(op))
+	}
+	for _, v := range g.Outputs {
+		if vi, ok := srcOutputs[v.Name]; ok {
+			out.Output = append(out.Output, vi)
+		} else {
+			out.Output = append(out.Output, valueInfo(v))
+		}
+	}
+	return out, nil
+}
+
+// valueInfo describes a value's static type.
+func valueInfo(v *ir.Value) *onnxpb.ValueInfoProto {
+	dims := make([]*onnxpb.TensorShapeProto_Dimension, len(v.Shape))
+	for i, d := range v.Shape {
+		dims[i] = &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}}
+	}
+	return &onnxpb.ValueInfoProto{
+		Name: proto.String(v.Name),
+		Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+			ElemType: proto.Int32(int32(v.DType)),
+			Shape:    &onnxpb.TensorShapeProto{Dim: dims},
+		}}},
+	}
+}
+
+func initProto(v *ir.Value) (*onnxpb.TensorProto, error) {
+	if tp, ok := v.Src.(*onnxpb.TensorProto); ok {
+		return tp, nil
+	}
+	t, err := v.Data()
+	if err != nil {
+		return nil, fmt.Errorf("backend: initializer %q: %v", v.Name, err)
+	}
+	if t == nil {
+		return nil, fmt.Errorf("backend: initializer %q has no data", v.Name)
+	}
+	tp := TensorProto(t)
+	tp.Name = proto.String(v.Name)
+	return tp, nil
+}
+
+// TensorProto encodes a tensor with raw_data.
+func TensorProto(t *ir.Tensor) *onnxpb.TensorProto {
+	return &onnxpb.TensorProto{
+		Dims:     append([]int64{}, t.Shape...),
+		DataType: proto.Int32(int32(t.DType)),
+		RawData:  append([]byte{}, t.Raw...),
+	}
+}
+
+func nodeProto(op *ir.Op) *onnxpb.NodeProto {
+	n := &onnxpb.NodeProto{}
+	if src, ok := op.Src.(*onnxpb.NodeProto); ok {
+		n.DocString = src.DocString
+		n.Overload = src.Overload
+		n.MetadataProps = src.MetadataProps
+		n.ProtoReflect().SetUnknown(src.ProtoReflect().GetUnknown())
+		if src.Name != nil || op.Name != "" {
+			n.Name = proto.String(op.Name)
+		}
+		if src.Domain != nil || op.Domain != "" {
+			n.Domain = proto.String(op.Domain)
+			if src.GetDomain() == "ai.onnx" && op.Domain == "" {
+				n.Domain = proto.String("ai.onnx")
+			}
+		}
+	} else {
+		if op.Name != "" {
+			n.Name = proto.String(op.Name)
+		}
+		if op.Domain != "" {
+			n.Domain = proto.String(op.Domain)
+		}
+	}
+	n.OpType = proto.String(op.Type)
+	for _, v := range op.Inputs() {
+		if v == nil {
+			n.Input = append(n.Input, "")
+		} else {
+			n.Input = append(n.Input, v.Name)
+		}
+	}
+	for _, v := range op.Outputs() {
+		if v == nil {
+			n.Output = append(n.Output, "")
+		} else {
+			n.Output = append(n.Output, v.Name)
+		}
+	}
+	for i := range op.Attrs {
+		n.Attribute = append(n.Attribute, attrProto(&op.Attrs[i]))
+	}
+	return n
+}
+
+func attrProto(a *ir.Attr) *onnxpb.AttributeProto {
+	if ap, ok := a.Src.(*onnxpb.AttributeProto); ok {
+		return ap
+	}
+	ap := &onnxpb.AttributeProto{Name: proto.String(a.Name), Type: onnxpb.AttributeProto_AttributeType(a.Type).Enum()}
+	switch a.Type {
+	case ir.AttrFloat:
+		ap.F = proto.Float32(a.Float)
+	case ir.AttrInt:
+		ap.I = proto.Int64(a.Int)
+	case ir.AttrString:
+		ap.S = []byte(a.String)
+	case ir.AttrFloats:
+		ap.Floats = append([]float32{}, a.Floats...)
+	case ir.AttrInts:
+		ap.Ints = append([]int64{}, a.Ints...)
+	case ir.AttrStrings:
+		for _, s := range a.Strings {
+			ap.Strings = append(ap.Strings, []byte(s))
+		}
+	case ir.AttrTensor:
+		if a.Tensor != nil {
+			ap.T = TensorProto(a.Tensor)
+		}
+	}
+	return ap
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tsplit/tsplit/compiler"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tsplitc",
+		Short:         "tsplit: train networks larger than GPU memory",
+		Long:          "tsplitc reads an ONNX model, builds its training step and rewrites it to fit a device memory budget.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd())
+	return root
+}
+
+// importFlags are the flags every command that reads a model takes.
+type importFlags struct {
+	batch int64
+	dims  []string
+}
+
+func (f *importFlags) register(cmd *cobra.Command) {
+	cmd.Flags().Int64Var(&f.batch, "batch", 1, "batch size bound to the leading symbolic dimension of the inputs")
+	cmd.Flags().StringArrayVar(&f.dims, "dim", nil, "bind another symbolic dimension, NAME=N (repeatable)")
+}
+
+func (f *importFlags) options() (compiler.Options, error) {
+	if f.batch <= 0 {
+		return compiler.Options{}, usageError{fmt.Errorf("--batch must be positive, got %d", f.batch)}
+	}
+	opts := compiler.Options{Batch: f.batch, Dims: map[string]int64{}}
+	for _, d := range f.dims {
+		name, val, ok := strings.Cut(d, "=")
+		n, err := strconv.ParseInt(val, 10, 64)
+		if !ok || name == "" || err != nil || n < 0 {
+			return opts, usageError{fmt.Errorf("--dim %q: want NAME=N with N >= 0", d)}
+		}
+		opts.Dims[name] = n
+	}
+	return opts, nil
+}
+
+func (f *importFlags) load(path string) (*compiler.Summary, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	m, err := compiler.Import(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return compiler.Summarize(m), nil
+}
+
+func newInspectCmd() *cobra.Command {
+	var f importFlags
+	cmd := &cobra.Command{
+		Use:   "inspect MODEL",
+		Short: "summarize a model: opsets, op histogram, parameters, activation bytes, largest tensors",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.load(args[0])
+			if err != nil {
+				return err
+			}
+			s.Print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s takes %d argument(s), got %d (see --help)", cmd.Name(), n, len(args))}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,26 @@
+// Package oracle gives tests access to outside reference implementations
+// ("oracles") that tsplit's own results are checked against:
+//
+//   - PyTorch, through /usr/bin/python3 and scripts/export_torch_models.py,
+//     which exports randomly initialised models to testdata/torch/<name>.onnx
+//     (TorchModel);
+//   - ONNX Runtime (CPU), through Node.js and scripts/ort/run.js and
+//     scripts/ort/shapes.js (ORTRun, ORTShapes);
+//   - the python onnx package's shape inference, through
+//     scripts/onnx_shapes.py (OnnxShapes).
+//
+// The tools are installed by `make deps` (scripts/install-deps.sh). When one
+// is missing, the helper that needs it calls t.Skip with a message saying what
+// is missing and how to install it; a failure of a tool that is present fails
+// the test. Set TSPLIT_REQUIRE_ORACLES=1 (e.g. in CI) to turn those skips
+// into failures.
+//
+// Tensors cross the process boundary as JSON files (see Tensor,
+// ReadTensors and WriteTensors):
+//
+//	{"<name>": {"type": "float32", "dims": [2, 3], "data_b64": "<base64>"}}
+//
+// where data_b64 is the little-endian raw bytes of the elements, row-major.
+//
+// The package imports nothing else from the project.
+package oracle

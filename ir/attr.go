@@ -1,0 +1,102 @@
+package ir
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// AttrType is the type of an attribute, numbered as ONNX's
+// AttributeProto.AttributeType.
+type AttrType int32
+
+// Attribute types.
+const (
+	AttrUndefined     AttrType = 0
+	AttrFloat         AttrType = 1
+	AttrInt           AttrType = 2
+	AttrString        AttrType = 3
+	AttrTensor        AttrType = 4
+	AttrGraph         AttrType = 5
+	AttrFloats        AttrType = 6
+	AttrInts          AttrType = 7
+	AttrStrings       AttrType = 8
+	AttrTensors       AttrType = 9
+	AttrGraphs        AttrType = 10
+	AttrSparseTensor  AttrType = 11
+	AttrSparseTensors AttrType = 12
+	AttrTypeProto     AttrType = 13
+	AttrTypeProtos    AttrType = 14
+)
+
+var attrTypeNames = map[AttrType]string{
+	AttrFloat: "float", AttrInt: "int", AttrString: "string", AttrTensor: "tensor",
+	AttrGraph: "graph", AttrFloats: "floats", AttrInts: "ints", AttrStrings: "strings",
+	AttrTensors: "tensors", AttrGraphs: "graphs", AttrSparseTensor: "sparse_tensor",
+	AttrSparseTensors: "sparse_tensors", AttrTypeProto: "type_proto", AttrTypeProtos: "type_protos",
+}
+
+func (t AttrType) String() string {
+	if s, ok := attrTypeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("attrtype(%d)", int32(t))
+}
+
+// Attr is a typed attribute. Only the field matching Type is meaningful.
+// Kinds the IR does not interpret (graphs, sparse tensors, type protos)
+// are carried opaquely in Src by the frontend.
+type Attr struct {
+	Name    string
+	Type    AttrType
+	Float   float32
+	Int     int64
+	String  string
+	Tensor  *Tensor
+	Floats  []float32
+	Ints    []int64
+	Strings []string
+	// Src is the serialized form the attribute was read from, owned by
+	// the frontend and writer; it lets an untouched attribute be written
+	// back exactly (doc strings, unknown fields). Setting an attribute
+	// through Op.SetAttr clears it.
+	Src any
+}
+
+// Format renders the attribute value for dumps: deterministic, short.
+func (a *Attr) Format() string {
+	switch a.Type {
+	case AttrFloat:
+		return strconv.FormatFloat(float64(a.Float), 'g', -1, 32)
+	case AttrInt:
+		return strconv.FormatInt(a.Int, 10)
+	case AttrString:
+		return strconv.Quote(a.String)
+	case AttrInts:
+		return Shape(a.Ints).String()
+	case AttrFloats:
+		parts := make([]string, len(a.Floats))
+		for i, f := range a.Floats {
+			parts[i] = strconv.FormatFloat(float64(f), 'g', -1, 32)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case AttrStrings:
+		parts := make([]string, len(a.Strings))
+		for i, s := range a.Strings {
+			parts[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case AttrTensor:
+		if a.Tensor == nil {
+			return "tensor"
+		}
+		if a.Tensor.Len() <= 8 && a.Tensor.DType != String {
+			if a.Tensor.DType.IsFloat() {
+				return fmt.Sprintf("%v%v%v", a.Tensor.DType, a.Tensor.Shape, a.Tensor.Float64s())
+			}
+			return fmt.Sprintf("%v%v%v", a.Tensor.DType, a.Tensor.Shape, a.Tensor.Int64s())
+		}
+		return fmt.Sprintf("%v%v", a.Tensor.DType, a.Tensor.Shape)
+	}
+	return "<" + a.Type.String() + ">"
+}

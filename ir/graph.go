@@ -1,0 +1,241 @@
+package ir
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Graph is an SSA computation graph with an explicit op order.
+type Graph struct {
+	Name string
+
+	// Inputs are the graph inputs in declaration order. An initializer
+	// may also be listed as an input (ONNX IR < 4 style).
+	Inputs []*Value
+	// Inits are initializers in declaration order.
+	Inits []*Value
+	// Outputs are the graph outputs in order.
+	Outputs []*Value
+
+	// Src carries the serialized graph's other fields, for lossless writing.
+	Src any
+
+	values []*Value // by ID; nil once removed
+	ops    []*Op    // by ID; nil once removed
+	order  []*Op
+	byName map[string]*Value
+}
+
+// NewGraph returns an empty graph.
+func NewGraph(name string) *Graph {
+	return &Graph{Name: name, byName: map[string]*Value{}}
+}
+
+// Model is a graph plus the model-level facts passes need.
+type Model struct {
+	Graph *Graph
+	// IRVersion is the ONNX IR version of the source model.
+	IRVersion int64
+	// Opsets maps an operator-set domain ("" for ONNX) to its version.
+	Opsets map[string]int64
+	// Dims binds symbolic dimension names (such as the batch) to sizes.
+	Dims map[string]int64
+	// Path is the file the model was read from, if any.
+	Path string
+	// Src carries the serialized model's other fields.
+	Src any
+}
+
+// Order is the op order: a topological order of the graph that is also
+// its execution schedule. The slice must not be modified.
+func (g *Graph) Order() []*Op { return g.order }
+
+// NumValueIDs bounds value IDs: every ID is < NumValueIDs.
+func (g *Graph) NumValueIDs() int { return len(g.values) }
+
+// NumOpIDs bounds op IDs.
+func (g *Graph) NumOpIDs() int { return len(g.ops) }
+
+// Value returns the value with the given ID, or nil.
+func (g *Graph) Value(id ValueID) *Value {
+	if int(id) < len(g.values) {
+		return g.values[id]
+	}
+	return nil
+}
+
+// OpByID returns the op with the given ID, or nil.
+func (g *Graph) OpByID(id OpID) *Op {
+	if int(id) < len(g.ops) {
+		return g.ops[id]
+	}
+	return nil
+}
+
+// Lookup returns the value with the given name, or nil.
+func (g *Graph) Lookup(name string) *Value { return g.byName[name] }
+
+// Values returns the live values in ID order.
+func (g *Graph) Values() []*Value {
+	out := make([]*Value, 0, len(g.values))
+	for _, v := range g.values {
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (g *Graph) newValue(name string, kind ValueKind) (*Value, error) {
+	if name != "" {
+		if _, dup := g.byName[name]; dup {
+			return nil, fmt.Errorf("ir: value %q defined twice", name)
+		}
+	}
+	v := &Value{ID: ValueID(len(g.values)), Name: name, Kind: kind, g: g}
+	g.values = append(g.values, v)
+	if name != "" {
+		g.byName[name] = v
+	}
+	return v, nil
+}
+
+// AddInput declares a graph input.
+func (g *Graph) AddInput(name string, dt DType, shape Shape) (*Value, error) {
+	v, err := g.newValue(name, KindInput)
+	if err != nil {
+		return nil, err
+	}
+	v.DType, v.Shape = dt, shape
+	g.Inputs = append(g.Inputs, v)
+	return v, nil
+}
+
+// AddInit declares an initializer holding t.
+func (g *Graph) AddInit(name string, t *Tensor) (*Value, error) {
+	v, err := g.newValue(name, KindInit)
+	if err != nil {
+		return nil, err
+	}
+	v.DType, v.Shape, v.Const = t.DType, t.Shape, t
+	g.Inits = append(g.Inits, v)
+	return v, nil
+}
+
+// AddLazyInit declares an initializer whose data is loaded on demand.
+func (g *Graph) AddLazyInit(name string, dt DType, shape Shape, load func() (*Tensor, error)) (*Value, error) {
+	v, err := g.newValue(name, KindInit)
+	if err != nil {
+		return nil, err
+	}
+	v.DType, v.Shape, v.Load = dt, shape, load
+	g.Inits = append(g.Inits, v)
+	return v, nil
+}
+
+// NewOp creates an op with the given inputs and one new output value per
+// name in outNames ("" makes an absent optional output) and appends it
+// to the order. Output dtypes and shapes are left for inference.
+func (g *Graph) NewOp(typ, domain, name string, inputs []*Value, outNames []string, attrs []Attr) (*Op, error) {
+	return g.insertOp(len(g.order), typ, domain, name, inputs, outNames, attrs)
+}
+
+// InsertOp is NewOp placing the op at position pos of the order.
+func (g *Graph) InsertOp(pos int, typ, domain, name string, inputs []*Value, outNames []string, attrs []Attr) (*Op, error) {
+	return g.insertOp(pos, typ, domain, name, inputs, outNames, attrs)
+}
+
+func (g *Graph) insertOp(pos int, typ, domain, name string, inputs []*Value, outNames []string, attrs []Attr) (*Op, error) {
+	for _, n := range outNames {
+		if n != "" && g.byName[n] != nil {
+			return nil, fmt.Errorf("ir: value %q defined twice (second definition by node %q)", n, name)
+		}
+	}
+	op := &Op{ID: OpID(len(g.ops)), Type: typ, Domain: domain, Name: name, Attrs: attrs, g: g}
+	g.ops = append(g.ops, op)
+	op.inputs = make([]*Value, len(inputs))
+	for i, v := range inputs {
+		op.SetInput(i, v)
+	}
+	op.outputs = make([]*Value, len(outNames))
+	for i, n := range outNames {
+		if n == "" {
+			continue
+		}
+		v, err := g.newValue(n, KindOp)
+		if err != nil {
+			return nil, err
+		}
+		v.Def, v.DefIndex = op, i
+		op.outputs[i] = v
+	}
+	g.order = slices.Insert(g.order, pos, op)
+	return op, nil
+}
+
+// RemoveOp deletes an op whose outputs are unused and not graph outputs.
+func (g *Graph) RemoveOp(op *Op) error {
+	for _, v := range op.outputs {
+		if v == nil {
+			continue
+		}
+		if v.NumUses() > 0 || slices.Contains(g.Outputs, v) {
+			return fmt.Errorf("ir: cannot remove %s: its output %q is still used", op.Describe(), v.Name)
+		}
+	}
+	for i, v := range op.inputs {
+		if v != nil {
+			v.removeUse(op, i)
+		}
+	}
+	for _, v := range op.outputs {
+		if v != nil {
+			g.values[v.ID] = nil
+			delete(g.byName, v.Name)
+		}
+	}
+	g.order = slices.DeleteFunc(g.order, func(o *Op) bool { return o == op })
+	g.ops[op.ID] = nil
+	op.removed = true
+	return nil
+}
+
+// RemoveInit deletes an unused initializer that is not a graph input.
+func (g *Graph) RemoveInit(v *Value) error {
+	if v.Kind != KindInit || v.NumUses() > 0 || slices.Contains(g.Outputs, v) || slices.Contains(g.Inputs, v) {
+		return fmt.Errorf("ir: cannot remove initializer %q: it is used", v.Name)
+	}
+	g.Inits = slices.DeleteFunc(g.Inits, func(w *Value) bool { return w == v })
+	g.values[v.ID] = nil
+	delete(g.byName, v.Name)
+	return nil
+}
+
+// SetOrder replaces the op order with a permutation of the same ops.
+func (g *Graph) SetOrder(order []*Op) error {
+	if len(order) != len(g.order) {
+		return fmt.Errorf("ir: new order has %d ops, graph has %d", len(order), len(g.order))
+	}
+	seen := make([]bool, len(g.ops))
+	for _, o := range order {
+		if o.g != g || o.removed || seen[o.ID] {
+			return fmt.Errorf("ir: new order is not a permutation of the graph's ops (%s)", o.Describe())
+		}
+		seen[o.ID] = true
+	}
+	g.order = slices.Clone(order)
+	return nil
+}
+
+// Position returns the index of each op in the order, by op ID (-1 for
+// removed IDs).
+func (g *Graph) Position() []int {
+	pos := make([]int, len(g.ops))
+	for i := range pos {
+		pos[i] = -1
+	}
+	for i, o := range g.order {
+		pos[o.ID] = i
+	}
+	return pos
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Export randomly initialised PyTorch models to ONNX for tsplit's tests.
+
+Usage: /usr/bin/python3 scripts/export_torch_models.py OUTDIR [--force] [NAME ...]
+
+Writes OUTDIR/<name>.onnx for each NAME (default: all of them). Nothing is
+downloaded: every model is built with random weights after
+torch.manual_seed(0), so the files are reproducible on one machine.
+
+All models are exported with opset 17 in TRAINING mode (BatchNormalization
+keeps training_mode=1 and its three outputs, Dropout keeps its ratio and
+training_mode inputs), without constant folding, with a symbolic batch
+dimension 'batch' on the single input ("input") and output ("output").
+
+An existing file is kept unless --force is given. Files are written to a
+temporary name and renamed, so a reader never sees half a model.
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import torch
+import torch.nn as nn
+import torchvision.models as tvm
+
+# torch 1.13 warns once per BatchNorm in TRAINING export that the
+# num_batches_tracked += 1 is dropped from the graph. It is harmless (the
+# momentum is fixed, so the counter is never read) and drowns everything else.
+warnings.filterwarnings("ignore", message=r"ONNX Preprocess - Removing mutation from node aten::add_")
+
+OPSET = 17
+SEQ_LEN = 32
+VOCAB = 1000
+
+
+class TokenClassifier(nn.Module):
+    """Embedding + learned positions + 2-layer Transformer encoder + mean pool + linear."""
+
+    def __init__(self, dropout):
+        super().__init__()
+        d_model = 128
+        self.embed = nn.Embedding(VOCAB, d_model)
+        self.pos = nn.Parameter(torch.randn(1, SEQ_LEN, d_model) * 0.02)
+        layer = nn.TransformerEncoderLayer(
+            d_model=d_model, nhead=4, dim_feedforward=512, dropout=dropout,
+            batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        # TransformerEncoder deep-copies `layer`: give every layer its own weights.
+        # (MultiheadAttention._reset_parameters leaves out_proj.weight alone
+        # and zeroes the biases, so reset out_proj first.)
+        for lyr in self.encoder.layers:
+            lyr.self_attn.out_proj.reset_parameters()
+            lyr.self_attn._reset_parameters()
+            lyr.linear1.reset_parameters()
+            lyr.linear2.reset_parameters()
+            lyr.norm1.reset_parameters()
+            lyr.norm2.reset_parameters()
+        self.head = nn.Linear(d_model, 10)
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.pos
+        x = self.encoder(x)
+        return self.head(x.mean(dim=1))
+
+
+def image_input(size):
+    return lambda: torch.randn(2, 3, size, size)
+
+
+def token_input():
+    return torch.randint(0, VOCAB, (2, SEQ_LEN), dtype=torch.int64)
+
+
+# name -> (constructor, example-input maker)
+MODELS = {
+    "resnet18": (lambda: tvm.resnet18(weights=None), image_input(224)),
+    "resnet50": (lambda: tvm.resnet50(weights=None), image_input(224)),
+    "vgg16": (lambda: tvm.vgg16(weights=None), image_input(224)),
+    "inception_v3": (
+        lambda: tvm.inception_v3(weights=None, aux_logits=False, init_weights=True),
+        image_input(299)),
+    "densenet121": (lambda: tvm.densenet121(weights=None), image_input(224)),
+    "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None), image_input(224)),
+    "transformer": (lambda: TokenClassifier(dropout=0.1), token_input),
+    "transformer_nodrop": (lambda: TokenClassifier(dropout=0.0), token_input),
+}
+
+
+def export(name, path):
+    make_model, make_input = MODELS[name]
+    torch.manual_seed(0)
+    model = make_model()
+    example = make_input()
+    model.train()
+    tmp = os.path.join(os.path.dirname(path), ".%s.onnx.tmp.%d" % (name, os.getpid()))
+    try:
+        torch.onnx.export(
+            model, (example,), tmp,
+            export_params=True,
+            opset_version=OPSET,
+            training=torch.onnx.TrainingMode.TRAINING,
+            do_constant_folding=False,
+            input_names=["input"],
+            output_names=["output"],
+            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+        )
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("names", nargs="*", metavar="NAME",
+                    help="models to export (default: all): " + ", ".join(MODELS))
+    ap.add_argument("--force", action="store_true", help="re-export existing files")
+    args = ap.parse_intermixed_args(argv)
+
+    unknown = [n for n in args.names if n not in MODELS]
+    if unknown:
+        ap.error("unknown model(s) %s; known: %s" % (", ".join(unknown), ", ".join(MODELS)))
+    names = args.names or list(MODELS)
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in names:
+        path = os.path.join(args.outdir, name + ".onnx")
+        if os.path.exists(path) and not args.force:
+            print("%s\t%d bytes\t(exists, skipped)" % (path, os.path.getsize(path)), flush=True)
+            continue
+        t0 = time.monotonic()
+        export(name, path)
+        dt = time.monotonic() - t0
+        print("%s\t%d bytes\t%.1fs" % (path, os.path.getsize(path), dt), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

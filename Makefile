@@ -54,8 +54,12 @@ proto:
 	@command -v protoc-gen-go >/dev/null || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.10
 	$(GO) generate ./onnxpb
 
+# Small zoo models for golden and round-trip tests: weights as graph
+# inputs (a few KB each) except resnet18-small, which keeps its weights
+# for the README's first command and the fuzz corpus.
 models: build
-	./bin/tsplitc zoo --small --all -o testdata/onnx
+	./bin/tsplitc zoo --small --all --weights-as-inputs -o testdata/onnx
+	./bin/tsplitc zoo resnet18 --small -o testdata/onnx/resnet18-small.onnx
 
 clean:
 	rm -rf bin

@@ -74,6 +74,12 @@ func WriteBytesAtomic(path string, data []byte) error {
 		return fmt.Errorf("backend: %v", err)
 	}
 	name := tmp.Name()
+	// CreateTemp makes 0600 files; an output model is an ordinary file.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("backend: %v", err)
+	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		os.Remove(name)

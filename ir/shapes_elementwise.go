@@ -94,8 +94,8 @@ func inferUnary(fold func(float64) float64) func(c *InferCtx) error {
 	return func(c *InferCtx) error {
 		x := c.In(0)
 		c.SetOut(0, x.DType, x.Shape.Clone())
-		t := c.Const(0)
-		if fold == nil || !numeric(t) || !foldSize(t.Shape) || t.DType == Bool {
+		t := numIn(c, 0)
+		if fold == nil || t == nil || !foldSize(t.Shape) || t.DType == Bool {
 			return nil
 		}
 		if t.DType.IsFloat() {
@@ -120,7 +120,7 @@ func inferUnary(fold func(float64) float64) func(c *InferCtx) error {
 func inferIdentity(c *InferCtx) error {
 	x := c.In(0)
 	c.SetOut(0, x.DType, x.Shape.Clone())
-	if t := c.Const(0); movable(t) && foldSize(t.Shape) {
+	if t := foldIn(c, 0); t != nil && foldSize(t.Shape) {
 		c.SetConst(0, cloneTensor(t))
 	}
 	return nil
@@ -132,7 +132,7 @@ func inferNot(c *InferCtx) error {
 		return c.Errorf("input 0 has type %v, Not takes bool", x.DType)
 	}
 	c.SetOut(0, Bool, x.Shape.Clone())
-	if t := c.Const(0); numeric(t) && foldSize(t.Shape) {
+	if t := numIn(c, 0); t != nil && foldSize(t.Shape) {
 		vals := t.Int64s()
 		for i, v := range vals {
 			if v == 0 {
@@ -186,8 +186,8 @@ func inferClip(c *InferCtx) error {
 		}
 	}
 	c.SetOut(0, x.DType, x.Shape.Clone())
-	t := c.Const(0)
-	if !numeric(t) || !foldSize(t.Shape) || t.DType == Bool {
+	t := numIn(c, 0)
+	if t == nil || !foldSize(t.Shape) || t.DType == Bool {
 		return nil
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
@@ -201,8 +201,8 @@ func inferClip(c *InferCtx) error {
 		if c.In(i+1) == nil {
 			continue
 		}
-		bt := c.Const(i + 1)
-		if !numeric(bt) {
+		bt := numIn(c, i+1)
+		if bt == nil {
 			return nil
 		}
 		*b = bt.Float64s()[0]
@@ -277,8 +277,8 @@ func inferBinary(op string, boolOut bool) func(c *InferCtx) error {
 		idx := make([][]int, n)
 		useFloat := false
 		for i := range ts {
-			ts[i] = c.Const(i)
-			if !numeric(ts[i]) || !foldSize(ts[i].Shape) {
+			ts[i] = numIn(c, i)
+			if ts[i] == nil || !foldSize(ts[i].Shape) {
 				return nil
 			}
 			idx[i] = broadcastIndex(ts[i].Shape, shape)

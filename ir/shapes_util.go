@@ -259,3 +259,29 @@ func attrIntsLen(c *InferCtx, name string, n int, def int64) ([]int64, error) {
 	}
 	return out, nil
 }
+
+// foldIn returns input i's constant when its elements can be moved at
+// compile time and it agrees with the value's declared dtype and shape;
+// nil otherwise.
+func foldIn(c *InferCtx, i int) *Tensor {
+	t := c.Const(i)
+	v := c.In(i)
+	if t == nil || !rawOK(t) || t.DType != v.DType || !t.Shape.Equal(v.Shape) {
+		return nil
+	}
+	return t
+}
+
+// numIn is foldIn restricted to dtypes whose values Int64s/Float64s can
+// read and TensorFrom* can write.
+func numIn(c *InferCtx, i int) *Tensor {
+	t := foldIn(c, i)
+	if t == nil || !numericDType(t.DType) {
+		return nil
+	}
+	return t
+}
+
+// maxDim bounds a single dimension so that sums of dimensions stay
+// representable.
+const maxDim = int64(1) << 62

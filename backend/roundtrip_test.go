@@ -11,8 +11,8 @@ import (
 
 	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/compiler"
-	"github.com/tsplit/tsplit/internal/oracle"
 	ot "github.com/tsplit/tsplit/internal/onnxtest"
+	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/onnxpb"
 )
 

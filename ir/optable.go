@@ -19,6 +19,31 @@ type Schema struct {
 	// Infer computes output dtypes and shapes (and constant values for
 	// small shape arithmetic) from the inputs and attributes.
 	Infer func(c *InferCtx) error
+	// Copy marks tsplit's transfer ops, which run on a copy stream
+	// concurrently with compute: ToHost ops (swap-out) read a device
+	// tensor and define a host tensor; ToDevice ops (swap-in) read a
+	// host tensor and define a device tensor. The memory model, the
+	// simulator and the runtime all read this one field.
+	Copy CopyKind
+}
+
+// CopyKind says whether and which way an op moves data between device
+// and host.
+type CopyKind uint8
+
+// Copy kinds.
+const (
+	NoCopy   CopyKind = iota // a compute op
+	ToHost                   // device → host (swap-out)
+	ToDevice                 // host → device (swap-in)
+)
+
+// CopyOf returns the copy kind of an op (NoCopy for ops outside the table).
+func CopyOf(op *Op) CopyKind {
+	if s := LookupSchema(op.Domain, op.Type); s != nil {
+		return s.Copy
+	}
+	return NoCopy
 }
 
 var table = map[string]*Schema{}

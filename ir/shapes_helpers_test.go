@@ -87,8 +87,8 @@ func attrI(name string, v int64) Attr { return Attr{Name: name, Type: AttrInt, I
 func attrIs(name string, v ...int64) Attr {
 	return Attr{Name: name, Type: AttrInts, Ints: append([]int64{}, v...)}
 }
-func attrF(name string, v float32) Attr  { return Attr{Name: name, Type: AttrFloat, Float: v} }
-func attrS(name, v string) Attr            { return Attr{Name: name, Type: AttrString, String: v} }
+func attrF(name string, v float32) Attr { return Attr{Name: name, Type: AttrFloat, Float: v} }
+func attrS(name, v string) Attr         { return Attr{Name: name, Type: AttrString, String: v} }
 func attrT(name string, t *Tensor) Attr { return Attr{Name: name, Type: AttrTensor, Tensor: t} }
 
 // opCase is one table row: an op over inputs built by ins, with the

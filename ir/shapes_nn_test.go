@@ -72,7 +72,7 @@ func TestConvTransposeShapes(t *testing.T) {
 			attrs: []Attr{attrIs("strides", 2, 2), attrIs("pads", 1, 1, 1, 1)}, want: []Shape{shp(1, 8, 16, 16)}},
 		{name: "output_padding", typ: "ConvTranspose", ins: fIns(shp(1, 16, 7, 7), shp(16, 8, 3, 3), shp(8)),
 			attrs: []Attr{attrIs("strides", 2, 2), attrIs("pads", 1, 1, 1, 1), attrIs("output_padding", 1, 1)},
-			want: []Shape{shp(1, 8, 14, 14)}},
+			want:  []Shape{shp(1, 8, 14, 14)}},
 		{name: "output_shape", typ: "ConvTranspose", ins: fIns(shp(1, 16, 8, 8), shp(16, 8, 3, 3)),
 			attrs: []Attr{attrIs("strides", 2, 2), attrIs("output_shape", 17, 16)}, want: []Shape{shp(1, 8, 17, 16)}},
 		{name: "output_shape_full", typ: "ConvTranspose", ins: fIns(shp(1, 16, 8, 8), shp(16, 8, 3, 3)),

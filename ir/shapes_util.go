@@ -49,6 +49,9 @@ func inName(c *InferCtx, i int) string {
 // constIntsInput returns the integer values of a constant input i, or an
 // error saying that the op needs it constant (what explains its role).
 func constIntsInput(c *InferCtx, i int, what string) ([]int64, error) {
+	if c.In(i) == nil {
+		return nil, c.Errorf("input %d (%s) is missing", i, what)
+	}
 	t := c.Const(i)
 	if t == nil {
 		return nil, c.Errorf("%s (%s) is not a compile-time constant; %s needs it to infer static shapes", inName(c, i), what, c.Op.Type)
@@ -120,15 +123,6 @@ func ceilDiv(a, b int64) int64 {
 	return q
 }
 
-// floorDiv is floor(a/b) for b > 0.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
-}
-
 // elemBytes is the width of one element when it is a whole number of
 // bytes (every fixed-size type but the 4-bit ones), else 0.
 func elemBytes(dt DType) int {
@@ -153,19 +147,8 @@ func rawOK(t *Tensor) bool {
 	return int64(len(t.Raw)) >= n*int64(eb)
 }
 
-// movable reports whether the elements of t can be moved at compile
-// time (any byte-sized type; the values need not be understood).
-func movable(t *Tensor) bool { return t != nil && rawOK(t) }
-
-// numeric reports whether t's values can be computed on at compile time
-// through Int64s/Float64s and rebuilt with TensorFrom*.
-func numeric(t *Tensor) bool {
-	if t == nil || !rawOK(t) {
-		return false
-	}
-	return numericDType(t.DType)
-}
-
+// numericDType reports whether values of dt can be read with
+// Int64s/Float64s and rebuilt with TensorFrom* for compile-time arithmetic.
 func numericDType(dt DType) bool {
 	switch dt {
 	case Float, Double, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Bool:
@@ -181,7 +164,7 @@ func foldSize(s Shape) bool {
 }
 
 // pickElems builds a tensor of shape out whose element i is element
-// idx[i] of t. t must be movable.
+// idx[i] of t. t must pass rawOK (foldIn checks it).
 func pickElems(t *Tensor, out Shape, idx []int) *Tensor {
 	eb := elemBytes(t.DType)
 	raw := make([]byte, len(idx)*eb)
@@ -228,8 +211,7 @@ func mapIndex(out Shape, f func(coord []int64) int) []int {
 	return idx
 }
 
-// checkShapeInput validates a constant "shape"-like vector: every entry
-// must be >= 0.
+// checkDims checks that every entry of a shape-like vector is >= 0.
 func checkDims(c *InferCtx, what string, dims []int64) error {
 	for i, d := range dims {
 		if d < 0 {

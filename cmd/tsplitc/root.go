@@ -19,6 +19,30 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	var rf runFlags
+	var runPath string
+	root.Flags().StringVar(&runPath, "run", "", "execute MODEL on the bundled runtime (CPU reference device)")
+	root.Flags().IntVar(&rf.iters, "iters", 1, "iterations to run (with --run)")
+	root.Flags().StringVar(&rf.memory, "memory", "", "device memory budget, e.g. 11GiB (with --run: the pool size; default: what the model needs)")
+	root.Flags().StringVar(&rf.inputs, "inputs", "", "JSON tensor file with input data (default: seeded random data)")
+	root.Flags().Uint64Var(&rf.seed, "seed", 1, "seed of the random inputs")
+	root.Flags().BoolVar(&rf.quiet, "quiet", false, "no progress bar")
+	rf.register(root)
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if runPath != "" && len(args) > 0 {
+			return usageError{fmt.Errorf("--run takes the model as its value; unexpected arguments %v", args)}
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if runPath != "" {
+			return runModel(cmd.OutOrStdout(), runPath, &rf)
+		}
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return fmt.Errorf("compiling %s: memory planning is not built yet (see the README's status table); use `tsplitc inspect` or `tsplitc --run`", args[0])
+	}
 	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd())
 	return root
 }

@@ -63,12 +63,18 @@ func (b *B) Op(typ string, inputs []*ir.Value, attrs ...ir.Attr) *ir.Value {
 // OpN adds an op with n outputs.
 func (b *B) OpN(typ string, n int, inputs []*ir.Value, attrs ...ir.Attr) []*ir.Value {
 	b.T.Helper()
+	return b.OpDomain("", typ, n, inputs, attrs...)
+}
+
+// OpDomain adds an op of another operator-set domain (tsplit's own ops).
+func (b *B) OpDomain(domain, typ string, n int, inputs []*ir.Value, attrs ...ir.Attr) []*ir.Value {
+	b.T.Helper()
 	b.n++
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%d_%d", typ, b.n, i)
 	}
-	op, err := b.G.NewOp(typ, "", fmt.Sprintf("%s%d", typ, b.n), inputs, names, attrs)
+	op, err := b.G.NewOp(typ, domain, fmt.Sprintf("%s%d", typ, b.n), inputs, names, attrs)
 	if err != nil {
 		b.T.Fatal(err)
 	}

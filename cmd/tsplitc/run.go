@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/executor/cpu"
+	"github.com/tsplit/tsplit/internal/tensorfile"
+	"github.com/tsplit/tsplit/ir"
+)
+
+// runFlags are the flags of `tsplitc --run`.
+type runFlags struct {
+	importFlags
+	iters  int
+	memory string
+	inputs string
+	seed   uint64
+	quiet  bool
+}
+
+// parseBytes reads a size such as 11GiB, 512MB or 1048576.
+func parseBytes(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n > math.MaxInt64 {
+		return 0, usageError{fmt.Errorf("--memory %q: want a size such as 11GiB, 512MB or 1048576", s)}
+	}
+	return int64(n), nil
+}
+
+// runModel executes a model on the CPU reference device.
+func runModel(w io.Writer, path string, f *runFlags) error {
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	if f.iters <= 0 {
+		return usageError{fmt.Errorf("--iters must be positive, got %d", f.iters)}
+	}
+	m, err := compiler.Import(path, opts)
+	if err != nil {
+		return err
+	}
+	probe, err := executor.New(m, nullDevice{}, executor.Options{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	need := probe.Mem.Need()
+	pool := need
+	if f.memory != "" {
+		if pool, err = parseBytes(f.memory); err != nil {
+			return err
+		}
+	}
+	dev, err := cpu.New(pool)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	x, err := executor.New(m, dev, executor.Options{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	inputs, err := makeInputs(m.Graph, f.inputs, f.seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "model        %s (batch %d)\n", path, opts.Batch)
+	fmt.Fprintf(w, "device       %s, pool %s (model needs %s, peak live %s)\n", dev.Name(), bytesStr(pool), bytesStr(need), bytesStr(x.Mem.Peak))
+	var bar *progressbar.ProgressBar
+	if !f.quiet && f.iters > 1 {
+		bar = progressbar.NewOptions(f.iters, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("running"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	}
+	var res *executor.Result
+	var total time.Duration
+	for it := 0; it < f.iters; it++ {
+		res, err = x.Run(inputs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		total += res.Duration
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	fmt.Fprintf(w, "time/iter    %v (%d iterations)\n", (total / time.Duration(f.iters)).Round(time.Microsecond), f.iters)
+	fmt.Fprintf(w, "peak device  %s measured (%d bytes; memory model %d bytes)\n", bytesStr(res.HighWater), res.HighWater, x.Mem.Peak)
+	names := make([]string, 0, len(res.Outputs))
+	for n := range res.Outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := m.Graph.Lookup(n)
+		fmt.Fprintf(w, "output       %s %v%v %s\n", n, v.DType, v.Shape, preview(v.DType, res.Outputs[n]))
+	}
+	return nil
+}
+
+func bytesStr(n int64) string { return compiler.FormatBytes(n) }
+
+// nullDevice lets the memory model be computed before the pool size is
+// known; it never runs anything.
+type nullDevice struct{}
+
+func (nullDevice) Name() string          { return "none" }
+func (nullDevice) PoolBytes() int64      { return 0 }
+func (nullDevice) Check(op *ir.Op) error { return cpuCheck(op) }
+func (nullDevice) Launch(*ir.Op, []*executor.Ref, []*executor.Ref, executor.Ref, int64) error {
+	return fmt.Errorf("null device")
+}
+func (nullDevice) ToHost([]byte, executor.Ref) error   { return fmt.Errorf("null device") }
+func (nullDevice) ToDevice(executor.Ref, []byte) error { return fmt.Errorf("null device") }
+
+func cpuCheck(op *ir.Op) error {
+	d, _ := cpu.New(0)
+	return d.Check(op)
+}
+
+// typeNames maps the tensor-file type names to IR element types.
+var typeNames = map[string]ir.DType{
+	"float32": ir.Float, "float64": ir.Double, "float16": ir.Float16, "int8": ir.Int8, "uint8": ir.Uint8,
+	"int16": ir.Int16, "uint16": ir.Uint16, "int32": ir.Int32, "uint32": ir.Uint32,
+	"int64": ir.Int64, "uint64": ir.Uint64, "bool": ir.Bool,
+}
+
+// makeInputs reads inputs from a tensor file or makes seeded random
+// data of the right shapes and types: floats uniform in [-1, 1),
+// integers in [0, 10), booleans fair coins.
+func makeInputs(g *ir.Graph, file string, seed uint64) (map[string][]byte, error) {
+	var given map[string]*tensorfile.Tensor
+	if file != "" {
+		var err error
+		if given, err = tensorfile.ReadTensors(file); err != nil {
+			return nil, fmt.Errorf("--inputs %s: %w", file, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7473706c6974))
+	out := map[string][]byte{}
+	for _, v := range g.Inputs {
+		if v.Kind == ir.KindInit {
+			continue
+		}
+		if t, ok := given[v.Name]; ok {
+			if typeNames[t.Type] != v.DType || !ir.Shape(t.Dims).Equal(v.Shape) {
+				return nil, fmt.Errorf("--inputs %s: %q is %s%v, the model wants %v%v", file, v.Name, t.Type, t.Dims, v.DType, v.Shape)
+			}
+			out[v.Name] = t.Data
+			continue
+		}
+		n, _ := v.Shape.NumElements()
+		b := make([]byte, v.Bytes())
+		switch v.DType {
+		case ir.Float:
+			for i := int64(0); i < n; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.Float64()*2-1)))
+			}
+		case ir.Double:
+			for i := int64(0); i < n; i++ {
+				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(rng.Float64()*2-1))
+			}
+		case ir.Int64:
+			for i := int64(0); i < n; i++ {
+				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(10)))
+			}
+		case ir.Int32:
+			for i := int64(0); i < n; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], uint32(rng.IntN(10)))
+			}
+		case ir.Bool, ir.Uint8, ir.Int8:
+			for i := int64(0); i < n; i++ {
+				b[i] = byte(rng.IntN(2))
+			}
+		default:
+			return nil, fmt.Errorf("input %q: no random data for element type %v (give it with --inputs)", v.Name, v.DType)
+		}
+		out[v.Name] = b
+	}
+	for name := range given {
+		if v := g.Lookup(name); v == nil || v.Kind != ir.KindInput {
+			return nil, fmt.Errorf("--inputs %s: the model has no input %q", file, name)
+		}
+	}
+	return out, nil
+}
+
+// preview shows the first values of an output.
+func preview(dt ir.DType, b []byte) string {
+	t := &ir.Tensor{DType: dt, Raw: b}
+	var n int
+	switch dt {
+	case ir.Float, ir.Int32:
+		n = len(b) / 4
+	case ir.Double, ir.Int64:
+		n = len(b) / 8
+	case ir.Bool, ir.Uint8, ir.Int8:
+		n = len(b)
+	default:
+		return ""
+	}
+	t.Shape = ir.Shape{int64(n)}
+	k := min(n, 6)
+	var parts []string
+	if dt.IsFloat() {
+		for _, f := range t.Float64s()[:k] {
+			parts = append(parts, fmt.Sprintf("%.6g", f))
+		}
+	} else {
+		for _, x := range t.Int64s()[:k] {
+			parts = append(parts, fmt.Sprint(x))
+		}
+	}
+	s := "[" + strings.Join(parts, " ")
+	if n > k {
+		s += " …"
+	}
+	return s + "]"
+}

@@ -1,0 +1,95 @@
+// Package cpu is the CPU reference device: a pool of exactly the
+// budget's bytes in host RAM, float32 kernels from package kernels, and
+// copies between the pool and host buffers that can be paced to a PCIe
+// bandwidth so that swap timing on the CPU resembles a GPU's. The
+// executor's three streams run concurrently on it for real.
+package cpu
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
+)
+
+// MaxPool bounds the pool the CPU device will allocate in host RAM.
+const MaxPool = int64(64) << 30
+
+// Device is the CPU reference device.
+type Device struct {
+	pool []byte
+	// CopyBytesPerSec paces host↔device copies (0: as fast as memcpy).
+	CopyBytesPerSec float64
+}
+
+// New allocates a pool of poolBytes.
+func New(poolBytes int64) (*Device, error) {
+	if poolBytes < 0 || poolBytes > MaxPool {
+		return nil, fmt.Errorf("cpu device: pool of %d bytes is outside 0..%d", poolBytes, MaxPool)
+	}
+	return &Device{pool: make([]byte, poolBytes)}, nil
+}
+
+// Name implements executor.Device.
+func (d *Device) Name() string { return "cpu (reference kernels)" }
+
+// PoolBytes implements executor.Device.
+func (d *Device) PoolBytes() int64 { return int64(len(d.pool)) }
+
+// Check implements executor.Device.
+func (d *Device) Check(op *ir.Op) error { return kernels.Supported(op) }
+
+func (d *Device) view(r *executor.Ref) *kernels.Tensor {
+	if r == nil {
+		return nil
+	}
+	return &kernels.Tensor{DType: r.DType, Shape: r.Shape, Data: d.pool[r.Off : r.Off+r.Bytes : r.Off+r.Bytes]}
+}
+
+// Launch implements executor.Device.
+func (d *Device) Launch(op *ir.Op, in, out []*executor.Ref, ws executor.Ref, step int64) error {
+	k := kernels.Lookup(op.Domain, op.Type)
+	if k == nil {
+		return fmt.Errorf("%s: no kernel", op.Describe())
+	}
+	c := &kernels.Ctx{Op: op, In: make([]*kernels.Tensor, len(in)), Out: make([]*kernels.Tensor, len(out)), Step: step}
+	for i, r := range in {
+		c.In[i] = d.view(r)
+	}
+	for i, r := range out {
+		c.Out[i] = d.view(r)
+	}
+	if ws.Bytes > 0 {
+		c.Workspace = d.pool[ws.Off : ws.Off+ws.Bytes : ws.Off+ws.Bytes]
+	}
+	return k.Run(c)
+}
+
+// ToHost implements executor.Device.
+func (d *Device) ToHost(dst []byte, src executor.Ref) error {
+	start := time.Now()
+	copy(dst, d.pool[src.Off:src.Off+src.Bytes])
+	d.pace(start, src.Bytes)
+	return nil
+}
+
+// ToDevice implements executor.Device.
+func (d *Device) ToDevice(dst executor.Ref, src []byte) error {
+	start := time.Now()
+	copy(d.pool[dst.Off:dst.Off+dst.Bytes], src)
+	d.pace(start, dst.Bytes)
+	return nil
+}
+
+// pace stretches a copy to the configured bandwidth.
+func (d *Device) pace(start time.Time, n int64) {
+	if d.CopyBytesPerSec <= 0 {
+		return
+	}
+	want := time.Duration(float64(n) / d.CopyBytesPerSec * float64(time.Second))
+	if rest := want - time.Since(start); rest > 0 {
+		time.Sleep(rest)
+	}
+}

@@ -1,0 +1,353 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+)
+
+// Options configure an Executor.
+type Options struct {
+	// Placement, when set, gives a fixed pool offset for every interval
+	// of the memory model (a plan's static layout); otherwise tensors are
+	// placed by the best-fit allocator.
+	Placement []int64
+	// Memory overrides the memory-model options (workspace sizes).
+	Memory memory.Options
+}
+
+// Executor runs one graph on one device.
+type Executor struct {
+	Model *ir.Model
+	Mem   *memory.Model
+	Dev   Device
+	opts  Options
+	step  int64
+}
+
+// New checks that the device can run every op and builds the memory
+// model of the graph's order.
+func New(m *ir.Model, dev Device, opts Options) (*Executor, error) {
+	for _, op := range m.Graph.Order() {
+		if ir.CopyOf(op) != ir.NoCopy {
+			continue
+		}
+		if err := dev.Check(op); err != nil {
+			return nil, fmt.Errorf("executor: %w", err)
+		}
+	}
+	mem, err := memory.Analyze(m.Graph, opts.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if opts.Placement != nil && len(opts.Placement) != len(mem.Intervals) {
+		return nil, fmt.Errorf("executor: placement has %d offsets, the memory model %d tensors", len(opts.Placement), len(mem.Intervals))
+	}
+	return &Executor{Model: m, Mem: mem, Dev: dev, opts: opts}, nil
+}
+
+// Stream names, as recorded in the timeline.
+const (
+	Compute = "compute"
+	D2H     = "d2h"
+	H2D     = "h2d"
+)
+
+// Record is the timeline entry of one op.
+type Record struct {
+	Pos    int
+	Op     *ir.Op
+	Stream string
+	// Start and End are when the op ran, relative to the start of Run.
+	Start, End time.Duration
+	// Live is the device bytes allocated while the op runs; HighWater the
+	// most allocated so far; Fragmentation 1 − largest free block / free.
+	Live, HighWater int64
+	Fragmentation   float64
+}
+
+// Result is what one run returns.
+type Result struct {
+	// Outputs holds the graph outputs by name, as host bytes.
+	Outputs map[string][]byte
+	// Timeline has one record per op, in order.
+	Timeline []Record
+	// HighWater is the most device bytes allocated at once (measured).
+	HighWater int64
+	// Reach is the highest pool offset used.
+	Reach    int64
+	Duration time.Duration
+}
+
+// AllocError is an allocation that did not fit the pool.
+type AllocError struct {
+	Op     string // the op being prepared, or "setup"
+	Tensor string
+	*memory.AllocError
+}
+
+func (e *AllocError) Error() string {
+	return fmt.Sprintf("out of device memory at %s: tensor %s: %v", e.Op, e.Tensor, e.AllocError)
+}
+
+// Run executes one step. inputs maps graph input names to host bytes;
+// missing inputs are an error.
+func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
+	g := x.Model.Graph
+	mem := x.Mem
+	t0 := time.Now()
+	compute, d2h, h2d := newStream(Compute, t0), newStream(D2H, t0), newStream(H2D, t0)
+	streams := []*stream{compute, d2h, h2d}
+	defer func() {
+		for _, s := range streams {
+			s.close()
+		}
+	}()
+
+	pool := memory.NewBestFit(x.Dev.PoolBytes())
+	offs := make([]int64, len(mem.Intervals))
+	placed := make([]bool, len(mem.Intervals))
+	var fixed struct{ used, high, reach int64 }
+	alloc := func(idx int, at string) error {
+		iv := &mem.Intervals[idx]
+		if x.opts.Placement != nil {
+			off := x.opts.Placement[idx]
+			if off < 0 || off+iv.Bytes > x.Dev.PoolBytes() {
+				return &AllocError{Op: at, Tensor: iv.Name(), AllocError: &memory.AllocError{Asked: iv.Bytes, Free: x.Dev.PoolBytes() - fixed.used, Pool: x.Dev.PoolBytes()}}
+			}
+			offs[idx] = off
+			fixed.used += iv.Bytes
+			fixed.high = max(fixed.high, fixed.used)
+			fixed.reach = max(fixed.reach, off+iv.Bytes)
+		} else {
+			off, err := pool.Alloc(iv.Bytes)
+			if err != nil {
+				var ae *memory.AllocError
+				errors.As(err, &ae)
+				return &AllocError{Op: at, Tensor: iv.Name(), AllocError: ae}
+			}
+			offs[idx] = off
+		}
+		placed[idx] = true
+		return nil
+	}
+	free := func(idx int) {
+		if x.opts.Placement != nil {
+			fixed.used -= mem.Intervals[idx].Bytes
+		} else {
+			pool.Free(offs[idx], mem.Intervals[idx].Bytes)
+		}
+		placed[idx] = false
+	}
+	used := func() (int64, int64, float64) {
+		if x.opts.Placement != nil {
+			return fixed.used, fixed.high, 0
+		}
+		return pool.Used(), pool.HighWater(), pool.Fragmentation()
+	}
+
+	ref := func(v *ir.Value) *Ref {
+		if v == nil {
+			return nil
+		}
+		idx := mem.ByValue[v.ID]
+		if idx < 0 {
+			return nil
+		}
+		b, _ := v.Shape.Bytes(v.DType)
+		return &Ref{DType: v.DType, Shape: v.Shape, Off: offs[idx], Bytes: b}
+	}
+
+	nv := g.NumValueIDs()
+	ready := make([]*event, nv) // when each value's data is available
+	host := make([][]byte, nv)  // host-resident values (swapped out)
+	// touched[interval] lists the events of every task that reads or
+	// writes it; a free waits for all of them.
+	touched := make([][]*event, len(mem.Intervals))
+	doneEvent := func() *event {
+		e := newEvent()
+		close(e.done)
+		return e
+	}
+
+	ev := mem.Events
+	k := 0
+	// Setup: place and fill weights and inputs.
+	for ; k < len(ev) && ev[k].Pos < 0; k++ {
+		if err := alloc(ev[k].Interval, "setup"); err != nil {
+			return nil, err
+		}
+		iv := &mem.Intervals[ev[k].Interval]
+		v := iv.Value
+		var data []byte
+		if v.Kind == ir.KindInit {
+			t, err := v.Data()
+			if err != nil || t == nil {
+				return nil, fmt.Errorf("executor: weight %q: no data (%v)", v.Name, err)
+			}
+			data = t.Raw
+		} else {
+			var ok bool
+			data, ok = inputs[v.Name]
+			if !ok {
+				return nil, fmt.Errorf("executor: no data for graph input %q", v.Name)
+			}
+		}
+		r := ref(v)
+		if int64(len(data)) != r.Bytes {
+			return nil, fmt.Errorf("executor: input %q has %d bytes, its type %v%v needs %d", v.Name, len(data), v.DType, v.Shape, r.Bytes)
+		}
+		if err := x.Dev.ToDevice(*r, data); err != nil {
+			return nil, fmt.Errorf("executor: uploading %q: %w", v.Name, err)
+		}
+		ready[v.ID] = doneEvent()
+	}
+
+	order := g.Order()
+	timeline := make([]Record, len(order))
+	opDone := make([]*event, len(order))
+	var firstErr error
+	waitAll := func(evs []*event) {
+		for _, e := range evs {
+			if err := e.wait(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+
+	for i, op := range order {
+		for ; k < len(ev) && ev[k].Pos == i && !ev[k].Free; k++ {
+			if err := alloc(ev[k].Interval, op.Describe()); err != nil {
+				for _, e := range opDone[:i] {
+					e.wait()
+				}
+				return nil, err
+			}
+		}
+		rec := &timeline[i]
+		rec.Pos, rec.Op = i, op
+		rec.Live, rec.HighWater, rec.Fragmentation = used()
+
+		var deps []*event
+		for _, v := range op.Inputs() {
+			if v == nil {
+				continue
+			}
+			if ready[v.ID] == nil {
+				return nil, fmt.Errorf("executor: %s reads %q before it is computed", op.Describe(), v.Name)
+			}
+			deps = append(deps, ready[v.ID])
+		}
+		done := newEvent()
+		t := &task{deps: deps, done: done, start: &rec.Start, end: &rec.End}
+		switch ir.CopyOf(op) {
+		case ir.ToHost:
+			src, out := op.Input(0), op.Output(0)
+			r := ref(src)
+			if r == nil {
+				return nil, fmt.Errorf("executor: %s: %q is not in device memory", op.Describe(), src.Name)
+			}
+			buf := make([]byte, r.Bytes)
+			host[out.ID] = buf
+			rr := *r
+			t.run = func() error { return x.Dev.ToHost(buf, rr) }
+			rec.Stream = D2H
+			d2h.submit(t)
+		case ir.ToDevice:
+			src, out := op.Input(0), op.Output(0)
+			buf := host[src.ID]
+			if buf == nil {
+				return nil, fmt.Errorf("executor: %s: %q is not in host memory", op.Describe(), src.Name)
+			}
+			rr := *ref(out)
+			t.run = func() error { return x.Dev.ToDevice(rr, buf) }
+			rec.Stream = H2D
+			h2d.submit(t)
+		default:
+			in := make([]*Ref, len(op.Inputs()))
+			for j, v := range op.Inputs() {
+				in[j] = ref(v)
+				if v != nil && in[j] == nil {
+					return nil, fmt.Errorf("executor: %s: input %q is not in device memory (swapped out without a swap-in?)", op.Describe(), v.Name)
+				}
+			}
+			out := make([]*Ref, len(op.Outputs()))
+			for j, v := range op.Outputs() {
+				out[j] = ref(v)
+			}
+			var ws Ref
+			if w := mem.WorkspaceAt[i]; w >= 0 {
+				ws = Ref{Off: offs[w], Bytes: mem.Intervals[w].Bytes}
+				touched[w] = append(touched[w], done)
+			}
+			step := x.step
+			t.run = func() error { return x.Dev.Launch(op, in, out, ws, step) }
+			rec.Stream = Compute
+			compute.submit(t)
+		}
+		opDone[i] = done
+		for _, v := range op.Inputs() {
+			if v != nil {
+				if idx := mem.ByValue[v.ID]; idx >= 0 {
+					touched[idx] = append(touched[idx], done)
+				}
+			}
+		}
+		for _, v := range op.Outputs() {
+			if v == nil {
+				continue
+			}
+			ready[v.ID] = done
+			if idx := mem.ByValue[v.ID]; idx >= 0 {
+				touched[idx] = append(touched[idx], done)
+			}
+		}
+		// Frees after op i: wait for every task touching the tensor.
+		for ; k < len(ev) && ev[k].Pos == i && ev[k].Free; k++ {
+			idx := ev[k].Interval
+			waitAll(touched[idx])
+			touched[idx] = nil
+			free(idx)
+		}
+		if firstErr != nil {
+			break
+		}
+	}
+	waitAll(opDone)
+	if firstErr != nil {
+		var sk errSkipped
+		if errors.As(firstErr, &sk) {
+			firstErr = sk.cause
+		}
+		return nil, fmt.Errorf("executor: %w", firstErr)
+	}
+
+	res := &Result{Outputs: map[string][]byte{}, Timeline: timeline}
+	for _, v := range g.Outputs {
+		if buf := host[v.ID]; buf != nil {
+			res.Outputs[v.Name] = buf
+			continue
+		}
+		r := ref(v)
+		if r == nil {
+			return nil, fmt.Errorf("executor: graph output %q is not in device memory", v.Name)
+		}
+		buf := make([]byte, r.Bytes)
+		if err := x.Dev.ToHost(buf, *r); err != nil {
+			return nil, fmt.Errorf("executor: reading output %q: %w", v.Name, err)
+		}
+		res.Outputs[v.Name] = buf
+	}
+	_, res.HighWater, _ = used()
+	if x.opts.Placement != nil {
+		res.Reach = fixed.reach
+	} else {
+		res.Reach = pool.Reach()
+	}
+	res.Duration = time.Since(t0)
+	x.step++
+	return res, nil
+}

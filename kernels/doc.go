@@ -1,0 +1,10 @@
+// Package kernels holds tsplit's float32 reference kernels: one Kernel
+// per operator of the op table (package ir), registered under the same
+// domain and type. The CPU reference device runs them; they compute
+// every op for real, on memory the executor places inside the device
+// pool, including their scratch space (Workspace), so the memory the
+// runtime measures is the memory the planner models.
+//
+// Matrix products go through BLAS (see blas.go for which one and why).
+// Kernels split work over GOMAXPROCS goroutines with Parallel.
+package kernels

@@ -1,0 +1,208 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// Tensor is a typed view of memory owned by the executor. Data has
+// exactly the bytes the shape needs, row-major, little-endian.
+type Tensor struct {
+	DType ir.DType
+	Shape ir.Shape
+	Data  []byte
+}
+
+// F32 views the data as float32s (no copy).
+func (t *Tensor) F32() []float32 {
+	if len(t.Data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&t.Data[0])), len(t.Data)/4)
+}
+
+// F64 views the data as float64s.
+func (t *Tensor) F64() []float64 {
+	if len(t.Data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(&t.Data[0])), len(t.Data)/8)
+}
+
+// I64 views the data as int64s.
+func (t *Tensor) I64() []int64 {
+	if len(t.Data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&t.Data[0])), len(t.Data)/8)
+}
+
+// I32 views the data as int32s.
+func (t *Tensor) I32() []int32 {
+	if len(t.Data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&t.Data[0])), len(t.Data)/4)
+}
+
+// Len is the element count.
+func (t *Tensor) Len() int {
+	n, _ := t.Shape.NumElements()
+	return int(n)
+}
+
+// Ctx is what a kernel sees: the op (attributes), its input and output
+// tensors (nil where absent) and its scratch space.
+type Ctx struct {
+	Op        *ir.Op
+	In        []*Tensor
+	Out       []*Tensor
+	Workspace []byte
+	// Step counts executions of the graph, so random ops (Dropout) draw
+	// fresh masks each training step yet stay reproducible.
+	Step int64
+}
+
+// Errorf makes an error naming the op.
+func (c *Ctx) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %s", c.Op.Describe(), fmt.Sprintf(format, args...))
+}
+
+// Kernel implements one operator.
+type Kernel struct {
+	// Run computes the outputs; output tensors are allocated with the
+	// shapes the IR inferred.
+	Run func(c *Ctx) error
+	// Workspace is the scratch the kernel needs, in bytes (nil: none).
+	// The memory model counts it as live during the op.
+	Workspace func(op *ir.Op) int64
+	// DTypes lists the element types Run supports for input 0 (nil:
+	// any). An op on another type is refused before running.
+	DTypes []ir.DType
+}
+
+var table = map[string]*Kernel{}
+
+func key(domain, typ string) string {
+	if domain == "ai.onnx" {
+		domain = ""
+	}
+	return domain + ":" + typ
+}
+
+// Register adds the kernel of domain:typ. Duplicates panic (init-time
+// programming error).
+func Register(domain, typ string, k Kernel) {
+	kk := key(domain, typ)
+	if _, dup := table[kk]; dup {
+		panic("kernels: duplicate kernel " + kk)
+	}
+	if k.Run == nil {
+		panic("kernels: kernel " + kk + " has no Run")
+	}
+	table[kk] = &k
+}
+
+// Lookup returns the kernel of an op, or nil.
+func Lookup(domain, typ string) *Kernel { return table[key(domain, typ)] }
+
+// Supported reports whether op has a kernel that accepts its input type.
+func Supported(op *ir.Op) error {
+	k := Lookup(op.Domain, op.Type)
+	if k == nil {
+		return fmt.Errorf("%s: no kernel for %s in the reference runtime", op.Describe(), op.QualifiedType())
+	}
+	if len(k.DTypes) > 0 && op.Input(0) != nil {
+		dt := op.Input(0).DType
+		for _, d := range k.DTypes {
+			if d == dt {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: the reference kernel of %s does not support element type %v", op.Describe(), op.QualifiedType(), dt)
+	}
+	return nil
+}
+
+// WorkspaceBytes is the scratch an op needs (0 for none or no kernel).
+func WorkspaceBytes(op *ir.Op) int64 {
+	if k := Lookup(op.Domain, op.Type); k != nil && k.Workspace != nil {
+		return k.Workspace(op)
+	}
+	return 0
+}
+
+// Threads is how many goroutines Parallel uses.
+var Threads = runtime.GOMAXPROCS(0)
+
+// Parallel splits [0, n) into at most Threads contiguous chunks and runs
+// fn on each concurrently; small n runs inline.
+func Parallel(n int, fn func(lo, hi int)) {
+	t := Threads
+	if t > n {
+		t = n
+	}
+	if t <= 1 {
+		if n > 0 {
+			fn(0, n)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + t - 1) / t
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, hi)
+	}
+	wg.Wait()
+}
+
+// NewTensor allocates a zeroed tensor on the Go heap (tests, constants).
+func NewTensor(dt ir.DType, shape ir.Shape) (*Tensor, error) {
+	n, err := shape.Bytes(dt)
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{DType: dt, Shape: shape.Clone(), Data: make([]byte, n)}, nil
+}
+
+// FromIR wraps an ir.Tensor's bytes (no copy).
+func FromIR(t *ir.Tensor) *Tensor { return &Tensor{DType: t.DType, Shape: t.Shape, Data: t.Raw} }
+
+// Eval runs one op on heap tensors: outputs get the shapes the IR
+// inferred for the op, workspace is allocated as the kernel asks. It is
+// the executor-free path used by kernel tests.
+func Eval(op *ir.Op, in []*Tensor, step int64) ([]*Tensor, error) {
+	if err := Supported(op); err != nil {
+		return nil, err
+	}
+	k := Lookup(op.Domain, op.Type)
+	out := make([]*Tensor, len(op.Outputs()))
+	for i, v := range op.Outputs() {
+		if v == nil {
+			continue
+		}
+		t, err := NewTensor(v.DType, v.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("%s: output %q: %v", op.Describe(), v.Name, err)
+		}
+		out[i] = t
+	}
+	var ws []byte
+	if k.Workspace != nil {
+		ws = make([]byte, k.Workspace(op))
+	}
+	c := &Ctx{Op: op, In: in, Out: out, Workspace: ws, Step: step}
+	if err := k.Run(c); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,250 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
+)
+
+// Alignment of every device allocation (cudaMalloc's granularity).
+const Alignment = 256
+
+// Align rounds n up to a multiple of Alignment.
+func Align(n int64) int64 { return (n + Alignment - 1) / Alignment * Alignment }
+
+// Kind classifies device memory for reports.
+type Kind uint8
+
+// Kinds of memory.
+const (
+	Weight     Kind = iota // initializers
+	Input                  // graph inputs
+	Activation             // op outputs
+	Workspace              // kernel scratch
+)
+
+func (k Kind) String() string {
+	return [...]string{"weight", "input", "activation", "workspace"}[k]
+}
+
+// Interval is one device allocation: a value, or an op's workspace.
+type Interval struct {
+	Value *ir.Value // nil for a workspace
+	Op    *ir.Op    // for a workspace: its op
+	Kind  Kind
+	Bytes int64 // aligned
+	// Start and End are op positions (inclusive). Start -1: resident
+	// before the first op. End == len(order): kept after the last op.
+	Start, End int
+}
+
+// Name describes the interval in messages.
+func (iv *Interval) Name() string {
+	if iv.Value != nil {
+		return fmt.Sprintf("%q", iv.Value.Name)
+	}
+	return fmt.Sprintf("workspace of %s", iv.Op.Describe())
+}
+
+// Model is the memory model of one schedule.
+type Model struct {
+	Order     []*ir.Op
+	Intervals []Interval
+	// ByValue maps a ValueID to its interval index (-1: not on device).
+	ByValue []int
+	// WorkspaceAt maps an op position to its workspace interval (-1: none).
+	WorkspaceAt []int
+	// Live is M_i: the bytes live on the device while op i runs.
+	Live   []int64
+	Peak   int64
+	PeakAt int // position of the first op at the peak (-1: no ops)
+	// Resident is the bytes live before the first op (weights, inputs).
+	Resident int64
+	// HostPeak is the most host memory swapped-out tensors occupy at once.
+	HostPeak int64
+	// Events is the exact sequence of allocations and frees the runtime
+	// performs, in order; Need and the executor both replay it.
+	Events []Event
+}
+
+// Event is one allocation or free in the runtime's sequence. Pos is the
+// op position it happens at (-1: setup before the first op); allocations
+// at Pos happen before the op runs, frees after it.
+type Event struct {
+	Pos      int
+	Free     bool
+	Interval int
+}
+
+// Options tune the model.
+type Options struct {
+	// Workspace gives the scratch bytes of an op; nil uses the reference
+	// kernels' declaration (kernels.WorkspaceBytes).
+	Workspace func(*ir.Op) int64
+}
+
+// Analyze builds the memory model of g in its current order.
+func Analyze(g *ir.Graph, opts Options) (*Model, error) {
+	ws := opts.Workspace
+	if ws == nil {
+		ws = kernels.WorkspaceBytes
+	}
+	order := g.Order()
+	n := len(order)
+	pos := g.Position()
+	m := &Model{Order: order, ByValue: make([]int, g.NumValueIDs()), WorkspaceAt: make([]int, n), PeakAt: -1}
+	for i := range m.WorkspaceAt {
+		m.WorkspaceAt[i] = -1
+	}
+	for i := range m.ByValue {
+		m.ByValue[i] = -1
+	}
+	isOutput := make([]bool, g.NumValueIDs())
+	for _, v := range g.Outputs {
+		isOutput[v.ID] = true
+	}
+	onHost := func(v *ir.Value) bool { return v.Def != nil && ir.CopyOf(v.Def) == ir.ToHost }
+
+	// lastUse: the last position that reads v on the device; a ToHost
+	// reader extends it by one op so the copy overlaps compute.
+	lastUse := func(v *ir.Value) int {
+		end := -1
+		for _, u := range v.Uses() {
+			p := pos[u.Op.ID]
+			if ir.CopyOf(u.Op) == ir.ToHost {
+				p = min(p+1, n)
+			}
+			end = max(end, p)
+		}
+		return end
+	}
+	add := func(iv Interval) {
+		if iv.Value != nil {
+			m.ByValue[iv.Value.ID] = len(m.Intervals)
+		}
+		m.Intervals = append(m.Intervals, iv)
+	}
+	sized := func(v *ir.Value) (int64, error) {
+		b, err := v.Shape.Bytes(v.DType)
+		if err != nil {
+			return 0, fmt.Errorf("memory: value %q: %v", v.Name, err)
+		}
+		return Align(b), nil
+	}
+
+	// Setup: graph inputs then weights, in declaration order.
+	for _, v := range g.Inputs {
+		if v.Kind == ir.KindInit {
+			continue
+		}
+		b, err := sized(v)
+		if err != nil {
+			return nil, err
+		}
+		end := lastUse(v)
+		if isOutput[v.ID] || end < 0 {
+			end = max(end, 0)
+			if isOutput[v.ID] {
+				end = n
+			}
+		}
+		add(Interval{Value: v, Kind: Input, Bytes: b, Start: -1, End: end})
+	}
+	for _, v := range g.Inits {
+		b, err := sized(v)
+		if err != nil {
+			return nil, err
+		}
+		add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: n})
+	}
+	var hostLive []int64
+	if n > 0 {
+		hostLive = make([]int64, n+1)
+	}
+	for i, op := range order {
+		for _, v := range op.Outputs() {
+			if v == nil {
+				continue
+			}
+			b, err := sized(v)
+			if err != nil {
+				return nil, err
+			}
+			end := max(lastUse(v), i)
+			if isOutput[v.ID] {
+				end = n
+			}
+			if onHost(v) {
+				for p := i; p <= min(end, n); p++ {
+					hostLive[p] += b
+				}
+				continue
+			}
+			add(Interval{Value: v, Kind: Activation, Bytes: b, Start: i, End: end})
+		}
+		if w := ws(op); w > 0 {
+			m.WorkspaceAt[i] = len(m.Intervals)
+			add(Interval{Op: op, Kind: Workspace, Bytes: Align(w), Start: i, End: i})
+		}
+	}
+	for _, h := range hostLive {
+		m.HostPeak = max(m.HostPeak, h)
+	}
+
+	// M_i by a difference array over positions.
+	m.Live = make([]int64, n)
+	diff := make([]int64, n+1)
+	for _, iv := range m.Intervals {
+		if iv.Start < 0 {
+			m.Resident += iv.Bytes
+		}
+		s, e := max(iv.Start, 0), min(iv.End, n-1)
+		if n == 0 || s > e {
+			continue
+		}
+		diff[s] += iv.Bytes
+		diff[e+1] -= iv.Bytes
+	}
+	var run int64
+	for i := 0; i < n; i++ {
+		run += diff[i]
+		m.Live[i] = run
+		if run > m.Peak {
+			m.Peak, m.PeakAt = run, i
+		}
+	}
+	if n == 0 {
+		m.Peak = m.Resident
+	}
+	m.Events = events(m, n)
+	return m, nil
+}
+
+// events lays out the allocation sequence: setup allocations, then per
+// op its allocations (outputs, then workspace) and, after it, the frees
+// of everything whose life ends there (in interval order).
+func events(m *Model, n int) []Event {
+	var ev []Event
+	startAt := make([][]int, n)
+	endAt := make([][]int, n)
+	for idx, iv := range m.Intervals {
+		if iv.Start < 0 {
+			ev = append(ev, Event{Pos: -1, Interval: idx})
+		} else {
+			startAt[iv.Start] = append(startAt[iv.Start], idx)
+		}
+		if iv.End < n && iv.End >= 0 {
+			endAt[iv.End] = append(endAt[iv.End], idx)
+		}
+	}
+	for i := 0; i < n; i++ {
+		for _, idx := range startAt[i] {
+			ev = append(ev, Event{Pos: i, Interval: idx})
+		}
+		for _, idx := range endAt[i] {
+			ev = append(ev, Event{Pos: i, Free: true, Interval: idx})
+		}
+	}
+	return ev
+}

@@ -56,6 +56,7 @@ func (c *InferCtx) Const(i int) *Tensor {
 		if err != nil {
 			return nil
 		}
+		v.Const = t // small: keep it rather than decode it again
 		return t
 	}
 	return nil

@@ -9,19 +9,21 @@ import (
 
 // Helpers shared by the elementwise (ew_*), shape (shape_*), reduction
 // (reduce_*) and miscellaneous (misc_*) kernels: typed views, the strided
-// walk that every broadcasting or data-moving kernel is built on, axis
+// ndWalk that every broadcasting or data-moving kernel is built on, axis
 // normalisation and small-input readers.
 
-// num is every element type the arithmetic kernels instantiate for.
-type num interface {
+// elemNum is every element type the arithmetic kernels instantiate for.
+type elemNum interface {
 	~float32 | ~float64 | ~int64 | ~int32 | ~int16 | ~int8 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
-// float is the floating-point subset.
-type float interface{ ~float32 | ~float64 }
+// elemFloat is the floating-point subset.
+type elemFloat interface{ ~float32 | ~float64 }
 
-// signed is the signed integer subset.
-type signed interface{ ~int64 | ~int32 | ~int16 | ~int8 }
+// elemSigned is the signed integer subset.
+type elemSigned interface {
+	~int64 | ~int32 | ~int16 | ~int8
+}
 
 // Element-type lists for Kernel.DTypes.
 var (
@@ -35,8 +37,8 @@ var (
 		ir.Float8E4M3FN, ir.Float8E4M3FNUZ, ir.Float8E5M2, ir.Float8E5M2FNUZ}
 )
 
-// view reinterprets t's bytes as a []T (no copy).
-func view[T any](t *Tensor) []T {
+// viewAs reinterprets t's bytes as a []T (no copy).
+func viewAs[T any](t *Tensor) []T {
 	if t == nil || len(t.Data) == 0 {
 		return nil
 	}
@@ -54,25 +56,25 @@ func esize(dt ir.DType) int {
 	return b / 8
 }
 
-// grain is the element count below which kernels run inline: spawning
+// parGrain is the element count below which kernels run inline: spawning
 // goroutines costs more than it saves on small tensors.
-const grain = 1 << 14
+const parGrain = 1 << 14
 
-// parFor runs fn over [0, n) in parallel when the work (n units of
+// parRange runs fn over [0, n) in parallel when the work (n units of
 // about cost elements each) is large enough, inline otherwise.
-func parFor(n, cost int, fn func(lo, hi int)) {
+func parRange(n, cost int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	if n*max(cost, 1) < grain {
+	if n*max(cost, 1) < parGrain {
 		fn(0, n)
 		return
 	}
 	Parallel(n, fn)
 }
 
-// contig is the row-major element strides of shape.
-func contig(shape ir.Shape) []int {
+// contigStrides is the row-major element strides of shape.
+func contigStrides(shape ir.Shape) []int {
 	st := make([]int, len(shape))
 	acc := 1
 	for i := len(shape) - 1; i >= 0; i-- {
@@ -87,7 +89,7 @@ func contig(shape ir.Shape) []int {
 // broadcast dimensions.
 func bcastStrides(in, out ir.Shape) []int {
 	st := make([]int, len(out))
-	cs := contig(in)
+	cs := contigStrides(in)
 	off := len(out) - len(in)
 	for d := range in {
 		if in[d] != 1 || out[off+d] == 1 {
@@ -97,8 +99,8 @@ func bcastStrides(in, out ir.Shape) []int {
 	return st
 }
 
-// numel is the element count of a shape already validated by the IR.
-func numel(s ir.Shape) int {
+// shapeLen is the element count of a shape already validated by the IR.
+func shapeLen(s ir.Shape) int {
 	n := 1
 	for _, d := range s {
 		n *= int(d)
@@ -106,21 +108,21 @@ func numel(s ir.Shape) int {
 	return n
 }
 
-// walk is a row-major traversal of an index space shared by several
+// ndWalk is a row-major traversal of an index space shared by several
 // operands, each with its own element strides. Size-1 dimensions are
 // dropped and adjacent dimensions that are contiguous for every operand
 // are merged, so a broadcast or a copy becomes as few long inner runs as
 // possible. Operand 0 is usually the (contiguous) output.
-type walk struct {
+type ndWalk struct {
 	dims []int
 	st   [][]int // st[k][d]: stride of operand k along dimension d
 	n    int
 }
 
-// newWalk builds the walk of shape with per-operand strides aligned to
+// newWalk builds the ndWalk of shape with per-operand strides aligned to
 // shape.
-func newWalk(shape ir.Shape, strides ...[]int) *walk {
-	w := &walk{st: make([][]int, len(strides)), n: 1}
+func newWalk(shape ir.Shape, strides ...[]int) *ndWalk {
+	w := &ndWalk{st: make([][]int, len(strides)), n: 1}
 	for d, s := range shape {
 		w.n *= int(s)
 		if s == 1 {
@@ -155,12 +157,12 @@ func newWalk(shape ir.Shape, strides ...[]int) *walk {
 }
 
 // inner is operand k's stride along the innermost dimension.
-func (w *walk) inner(k int) int { return w.st[k][len(w.dims)-1] }
+func (w *ndWalk) inner(k int) int { return w.st[k][len(w.dims)-1] }
 
 // run visits the flat range [lo, hi) of the index space as inner runs:
 // fn gets each operand's offset (base[k] plus the run's start) and the
 // run length; the offsets slice is reused between calls.
-func (w *walk) run(lo, hi int, base []int, fn func(off []int, n int)) {
+func (w *ndWalk) run(lo, hi int, base []int, fn func(off []int, n int)) {
 	if lo >= hi {
 		return
 	}
@@ -207,17 +209,17 @@ func (w *walk) run(lo, hi int, base []int, fn func(off []int, n int)) {
 	}
 }
 
-// par runs the whole walk, in parallel chunks when it is large. Only
+// par runs the whole ndWalk, in parallel chunks when it is large. Only
 // valid when operand 0 (the one written) is visited injectively.
-func (w *walk) par(base []int, fn func(off []int, n int)) {
-	parFor(w.n, 1, func(lo, hi int) { w.run(lo, hi, base, fn) })
+func (w *ndWalk) par(base []int, fn func(off []int, n int)) {
+	parRange(w.n, 1, func(lo, hi int) { w.run(lo, hi, base, fn) })
 }
 
-// normAxis maps axis from [-rank, rank-1] to [0, rank-1]; what names the
+// axisIndex maps axis from [-rank, rank-1] to [0, rank-1]; what names the
 // attribute or input for the error. (The IR's own normAxis is
 // unexported; the inference rule has already validated attribute axes,
 // so this mostly guards runtime inputs.)
-func normAxis(c *Ctx, what string, axis int64, rank int) (int, error) {
+func axisIndex(c *Ctx, what string, axis int64, rank int) (int, error) {
 	if axis < -int64(rank) || axis >= int64(rank) {
 		return 0, c.Errorf("%s %d is out of range for rank %d", what, axis, rank)
 	}
@@ -227,11 +229,11 @@ func normAxis(c *Ctx, what string, axis int64, rank int) (int, error) {
 	return int(axis), nil
 }
 
-// normAxes normalises a list of axes into a per-dimension mask.
-func normAxes(c *Ctx, what string, axes []int64, rank int) ([]bool, error) {
+// axisMask normalises a list of axes into a per-dimension mask.
+func axisMask(c *Ctx, what string, axes []int64, rank int) ([]bool, error) {
 	mask := make([]bool, rank)
 	for _, a := range axes {
-		n, err := normAxis(c, what, a, rank)
+		n, err := axisIndex(c, what, a, rank)
 		if err != nil {
 			return nil, err
 		}
@@ -243,46 +245,46 @@ func normAxes(c *Ctx, what string, axes []int64, rank int) ([]bool, error) {
 	return mask, nil
 }
 
-// in returns input i, or nil when absent.
-func (c *Ctx) in(i int) *Tensor {
+// optIn returns input i, or nil when absent.
+func optIn(c *Ctx, i int) *Tensor {
 	if i < len(c.In) {
 		return c.In[i]
 	}
 	return nil
 }
 
-// out returns output i, or nil when absent.
-func (c *Ctx) out(i int) *Tensor {
+// optOut returns output i, or nil when absent.
+func optOut(c *Ctx, i int) *Tensor {
 	if i < len(c.Out) {
 		return c.Out[i]
 	}
 	return nil
 }
 
-// needIn checks that inputs 0..n-1 are present and outputs 0..m-1 are
+// needIO checks that inputs 0..n-1 are present and outputs 0..m-1 are
 // allocated.
-func (c *Ctx) need(nIn, nOut int) error {
+func needIO(c *Ctx, nIn, nOut int) error {
 	for i := 0; i < nIn; i++ {
-		if c.in(i) == nil {
+		if optIn(c, i) == nil {
 			return c.Errorf("input %d is missing", i)
 		}
 	}
 	for i := 0; i < nOut; i++ {
-		if c.out(i) == nil {
+		if optOut(c, i) == nil {
 			return c.Errorf("output %d is missing", i)
 		}
 	}
 	return nil
 }
 
-// ints reads a small integer tensor (axes, pads, shapes, indices of
+// readInts reads a small integer tensor (axes, pads, shapes, indices of
 // shape arithmetic) as int64s.
-func ints(c *Ctx, t *Tensor, what string) ([]int64, error) {
+func readInts(c *Ctx, t *Tensor, what string) ([]int64, error) {
 	switch t.DType {
 	case ir.Int64:
-		return append([]int64(nil), view[int64](t)...), nil
+		return append([]int64(nil), viewAs[int64](t)...), nil
 	case ir.Int32:
-		v := view[int32](t)
+		v := viewAs[int32](t)
 		out := make([]int64, len(v))
 		for i, x := range v {
 			out[i] = int64(x)
@@ -292,44 +294,44 @@ func ints(c *Ctx, t *Tensor, what string) ([]int64, error) {
 	return nil, c.Errorf("%s has type %v, want int32 or int64", what, t.DType)
 }
 
-// scalarF64 reads element 0 of a numeric tensor as float64.
-func scalarF64(c *Ctx, t *Tensor, what string) (float64, error) {
+// readScalar reads element 0 of a numeric tensor as float64.
+func readScalar(c *Ctx, t *Tensor, what string) (float64, error) {
 	if t.Len() < 1 {
 		return 0, c.Errorf("%s is empty, want one element", what)
 	}
 	switch t.DType {
 	case ir.Float:
-		return float64(view[float32](t)[0]), nil
+		return float64(viewAs[float32](t)[0]), nil
 	case ir.Double:
-		return view[float64](t)[0], nil
+		return viewAs[float64](t)[0], nil
 	case ir.Int64:
-		return float64(view[int64](t)[0]), nil
+		return float64(viewAs[int64](t)[0]), nil
 	case ir.Int32:
-		return float64(view[int32](t)[0]), nil
+		return float64(viewAs[int32](t)[0]), nil
 	case ir.Int16:
-		return float64(view[int16](t)[0]), nil
+		return float64(viewAs[int16](t)[0]), nil
 	case ir.Int8:
-		return float64(view[int8](t)[0]), nil
+		return float64(viewAs[int8](t)[0]), nil
 	case ir.Uint8, ir.Bool:
 		return float64(t.Data[0]), nil
 	case ir.Uint16:
-		return float64(view[uint16](t)[0]), nil
+		return float64(viewAs[uint16](t)[0]), nil
 	case ir.Uint32:
-		return float64(view[uint32](t)[0]), nil
+		return float64(viewAs[uint32](t)[0]), nil
 	case ir.Uint64:
-		return float64(view[uint64](t)[0]), nil
+		return float64(viewAs[uint64](t)[0]), nil
 	case ir.Float16:
-		return float64(f16to32(view[uint16](t)[0])), nil
+		return float64(halfToF32(viewAs[uint16](t)[0])), nil
 	case ir.BFloat16:
-		return float64(bf16to32(view[uint16](t)[0])), nil
+		return float64(bf16ToF32(viewAs[uint16](t)[0])), nil
 	}
 	return 0, c.Errorf("%s has type %v, want a number", what, t.DType)
 }
 
-// checkShapes checks that every present input and output tensor has
+// checkTensorBytes checks that every present input and output tensor has
 // the byte length its dtype and shape need, so typed views cannot read
 // out of range whatever the executor passes.
-func checkShapes(c *Ctx) error {
+func checkTensorBytes(c *Ctx) error {
 	for _, group := range []struct {
 		what string
 		ts   []*Tensor
@@ -350,66 +352,66 @@ func checkShapes(c *Ctx) error {
 	return nil
 }
 
-// reg registers a kernel whose Run is wrapped with the checks every
+// regOp registers a kernel whose Run is wrapped with the checks every
 // kernel of these families relies on (present inputs and outputs, data
 // lengths), so no unexpected input can make a kernel index out of range.
-func reg(typ string, nIn, nOut int, dtypes []ir.DType, run func(c *Ctx) error) {
-	Register("", typ, Kernel{DTypes: dtypes, Run: guarded(nIn, nOut, run)})
+func regOp(typ string, nIn, nOut int, dtypes []ir.DType, run func(c *Ctx) error) {
+	Register("", typ, Kernel{DTypes: dtypes, Run: guardRun(nIn, nOut, run)})
 }
 
-func guarded(nIn, nOut int, run func(c *Ctx) error) func(c *Ctx) error {
+func guardRun(nIn, nOut int, run func(c *Ctx) error) func(c *Ctx) error {
 	return func(c *Ctx) error {
-		if err := c.need(nIn, nOut); err != nil {
+		if err := needIO(c, nIn, nOut); err != nil {
 			return err
 		}
-		if err := checkShapes(c); err != nil {
+		if err := checkTensorBytes(c); err != nil {
 			return err
 		}
 		return run(c)
 	}
 }
 
-// regIfAbsent is reg for operators that sit at the border with another
+// regIfAbsent is regOp for operators that sit at the border with another
 // family of kernels (the nn_* files): it registers only when no kernel
 // exists yet. Files initialise in file-name order, so reduce_*.go and
 // shape_*.go run after nn_*.go and defer to a kernel registered there.
 func regIfAbsent(typ string, nIn, nOut int, dtypes []ir.DType, run func(c *Ctx) error) {
 	if Lookup("", typ) == nil {
-		reg(typ, nIn, nOut, dtypes, run)
+		regOp(typ, nIn, nOut, dtypes, run)
 	}
 }
 
-// copyPar copies src into dst (equal lengths), in parallel when large.
-func copyPar(dst, src []byte) {
+// parCopy copies src into dst (equal lengths), in parallel when large.
+func parCopy(dst, src []byte) {
 	const chunk = 1 << 20
 	if len(dst) < 4*chunk {
 		copy(dst, src)
 		return
 	}
-	parFor((len(dst)+chunk-1)/chunk, chunk, func(lo, hi int) {
+	parRange((len(dst)+chunk-1)/chunk, chunk, func(lo, hi int) {
 		copy(dst[lo*chunk:min(hi*chunk, len(dst))], src[lo*chunk:min(hi*chunk, len(src))])
 	})
 }
 
-// moveWalk copies elements along a walk whose operand 0 is dst and
+// moveWalk copies elements along a ndWalk whose operand 0 is dst and
 // operand 1 is src, both of element size es: the data-moving kernels
 // (Transpose, Slice, Expand, Pad, Split...) all reduce to it.
-func moveWalk(w *walk, dst, src *Tensor, es int, base []int) {
+func moveWalk(w *ndWalk, dst, src *Tensor, es int, base []int) {
 	switch es {
 	case 1:
-		moveT(w, view[uint8](dst), view[uint8](src), base)
+		moveT(w, viewAs[uint8](dst), viewAs[uint8](src), base)
 	case 2:
-		moveT(w, view[uint16](dst), view[uint16](src), base)
+		moveT(w, viewAs[uint16](dst), viewAs[uint16](src), base)
 	case 4:
-		moveT(w, view[uint32](dst), view[uint32](src), base)
+		moveT(w, viewAs[uint32](dst), viewAs[uint32](src), base)
 	case 8:
-		moveT(w, view[uint64](dst), view[uint64](src), base)
+		moveT(w, viewAs[uint64](dst), viewAs[uint64](src), base)
 	default:
 		moveBytes(w, dst.Data, src.Data, es, base)
 	}
 }
 
-func moveT[T any](w *walk, dst, src []T, base []int) {
+func moveT[T any](w *ndWalk, dst, src []T, base []int) {
 	sd, ss := w.inner(0), w.inner(1)
 	w.par(base, func(off []int, n int) {
 		o, i := off[0], off[1]
@@ -437,7 +439,7 @@ func moveT[T any](w *walk, dst, src []T, base []int) {
 
 // moveBytes is moveT for element sizes with no Go integer type (16-byte
 // complex and friends never reach it today; kept for completeness).
-func moveBytes(w *walk, dst, src []byte, es int, base []int) {
+func moveBytes(w *ndWalk, dst, src []byte, es int, base []int) {
 	sd, ss := w.inner(0), w.inner(1)
 	w.par(base, func(off []int, n int) {
 		for j := 0; j < n; j++ {
@@ -447,8 +449,8 @@ func moveBytes(w *walk, dst, src []byte, es int, base []int) {
 	})
 }
 
-// f16to32 decodes an IEEE half.
-func f16to32(h uint16) float32 {
+// halfToF32 decodes an IEEE half.
+func halfToF32(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h>>10) & 0x1f
 	man := uint32(h) & 0x3ff
@@ -470,9 +472,9 @@ func f16to32(h uint16) float32 {
 	return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
 }
 
-// f32to16 encodes an IEEE half, rounding to nearest even; overflow gives
+// f32ToHalf encodes an IEEE half, rounding to nearest even; overflow gives
 // infinity and NaN stays NaN.
-func f32to16(f float32) uint16 {
+func f32ToHalf(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
 	exp := int(b>>23) & 0xff
@@ -509,11 +511,11 @@ func f32to16(f float32) uint16 {
 	return sign | uint16(r)
 }
 
-// bf16to32 decodes a bfloat16.
-func bf16to32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+// bf16ToF32 decodes a bfloat16.
+func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// f32tobf16 encodes a bfloat16, rounding to nearest even.
-func f32tobf16(f float32) uint16 {
+// f32ToBF16 encodes a bfloat16, rounding to nearest even.
+func f32ToBF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff > 0x7f800000 {
 		return uint16(b>>16) | 0x40 // quiet NaN

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,5 +79,39 @@ func TestBadInputExitStatus(t *testing.T) {
 	_, _, code = tsplitc(t, "inspect", bad, "--no-such-flag")
 	if code != 2 {
 		t.Fatalf("unknown flag: exit %d, want 2", code)
+	}
+}
+
+// --run at exactly the model's need runs and reports a measured peak
+// equal to the memory model's; one byte below, it fails with exit 1 and
+// an error naming the op, the tensor and the bytes.
+func TestRunCapacity(t *testing.T) {
+	path := ot.Write(t, t.TempDir(), "m.onnx", ot.ReluChain())
+	out, errs, code := tsplitc(t, "--run", path, "--batch", "4", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var measured, model int64
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "peak device") {
+			i := strings.Index(line, "(")
+			fmt.Sscanf(line[i:], "(%d bytes; memory model %d bytes)", &measured, &model)
+		}
+	}
+	if measured == 0 || measured != model {
+		t.Fatalf("measured peak %d, memory model %d:\n%s", measured, model, out)
+	}
+	_, errs, code = tsplitc(t, "--run", path, "--batch", "4", "--quiet", "--memory", fmt.Sprint(measured-1))
+	if code != 1 {
+		t.Fatalf("below the need: exit %d, want 1 (%s)", code, errs)
+	}
+	for _, want := range []string{path, "out of device memory", "bytes asked", "bytes free", "largest free block"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q: %s", want, errs)
+		}
+	}
+	_, errs, code = tsplitc(t, "--run", path, "--memory", "lots")
+	if code != 2 {
+		t.Fatalf("bad --memory: exit %d (%s)", code, errs)
 	}
 }

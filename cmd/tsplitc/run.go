@@ -77,7 +77,7 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 		return err
 	}
 	fmt.Fprintf(w, "model        %s (batch %d)\n", path, opts.Batch)
-	fmt.Fprintf(w, "device       %s, pool %s (model needs %s, peak live %s)\n", dev.Name(), bytesStr(pool), bytesStr(need), bytesStr(x.Mem.Peak))
+	fmt.Fprintf(w, "device       %s, pool %s (%d bytes); the model needs %d bytes, peak live %d\n", dev.Name(), bytesStr(pool), pool, need, x.Mem.Peak)
 	var bar *progressbar.ProgressBar
 	if !f.quiet && f.iters > 1 {
 		bar = progressbar.NewOptions(f.iters, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("running"),

@@ -1,0 +1,669 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// Broadcasting elementwise kernels: arithmetic (Add, Sub, Mul, Div, Pow,
+// Mod) and the variadic Sum/Mean/Max/Min on every numeric type,
+// comparisons giving bool, the logical And/Or/Xor on bool, and Where.
+// All of them run on an ndWalk over the output shape, so broadcasting
+// costs nothing when inputs already have the output's shape (one long
+// contiguous run) and a broadcast operand is a stride-0 read.
+
+// Arithmetic codes.
+const (
+	ewAdd = iota
+	ewSub
+	ewMul
+	ewDiv
+	ewMax
+	ewMin
+	ewMod  // integer modulus with the divisor's sign (Mod fmod=0)
+	ewFMod // remainder with the dividend's sign (C fmod; Mod fmod=1)
+)
+
+// Comparison and logic codes.
+const (
+	ewEq = iota
+	ewLt
+	ewGt
+	ewLe
+	ewGe
+	ewAnd
+	ewOr
+	ewXor
+)
+
+func init() {
+	for name, op := range map[string]int{"Add": ewAdd, "Sub": ewSub, "Mul": ewMul, "Div": ewDiv} {
+		regOp(name, 2, 1, numTypes, ewArithRun(op))
+	}
+	regOp("Mod", 2, 1, numTypes, ewModRun)
+	regOp("Pow", 2, 1, numTypes, ewPowRun)
+	cmpTypes := append(append([]ir.DType{}, numTypes...), ir.Bool)
+	for name, op := range map[string]int{"Equal": ewEq, "Less": ewLt, "Greater": ewGt, "LessOrEqual": ewLe, "GreaterOrEqual": ewGe} {
+		regOp(name, 2, 1, cmpTypes, ewCmpRun(op))
+	}
+	for name, op := range map[string]int{"And": ewAnd, "Or": ewOr, "Xor": ewXor} {
+		regOp(name, 2, 1, []ir.DType{ir.Bool}, ewCmpRun(op))
+	}
+	for name, op := range map[string]int{"Sum": ewAdd, "Mean": ewAdd, "Max": ewMax, "Min": ewMin} {
+		regOp(name, 1, 1, numTypes, ewVariadicRun(op))
+	}
+	regOp("Where", 3, 1, []ir.DType{ir.Bool}, ewWhereRun)
+}
+
+// ewBroadcastWalk checks that the output has the broadcast shape of the
+// inputs idx and returns the walk over it: operand 0 is the output,
+// operand k+1 is input idx[k].
+func ewBroadcastWalk(c *Ctx, idx ...int) (*ndWalk, error) {
+	shapes := make([]ir.Shape, len(idx))
+	for k, i := range idx {
+		shapes[k] = c.In[i].Shape
+	}
+	y := c.Out[0]
+	b, err := ir.Broadcast(shapes...)
+	if err != nil {
+		return nil, c.Errorf("%v", err)
+	}
+	if !b.Equal(y.Shape) {
+		return nil, c.Errorf("output shape %v, the inputs broadcast to %v", y.Shape, b)
+	}
+	st := make([][]int, 0, len(idx)+1)
+	st = append(st, contigStrides(y.Shape))
+	for _, s := range shapes {
+		st = append(st, bcastStrides(s, y.Shape))
+	}
+	return newWalk(y.Shape, st...), nil
+}
+
+// ewSameTypes checks inputs idx share input idx[0]'s type and the output
+// has type out (Undefined: that same type).
+func ewSameTypes(c *Ctx, out ir.DType, idx ...int) error {
+	dt := c.In[idx[0]].DType
+	for _, i := range idx[1:] {
+		if c.In[i].DType != dt {
+			return c.Errorf("input %d has type %v, input %d has %v; they must match", i, c.In[i].DType, idx[0], dt)
+		}
+	}
+	if out == ir.Undefined {
+		out = dt
+	}
+	if c.Out[0].DType != out {
+		return c.Errorf("output type %v, want %v", c.Out[0].DType, out)
+	}
+	return nil
+}
+
+func ewArithRun(op int) func(c *Ctx) error {
+	return func(c *Ctx) error { return ewArithOp(c, op) }
+}
+
+func ewModRun(c *Ctx) error {
+	op := ewMod
+	if c.Op.AttrInt("fmod", 0) != 0 {
+		op = ewFMod
+	} else if c.In[0].DType.IsFloat() {
+		return c.Errorf("Mod of floating-point type %v needs attribute fmod=1", c.In[0].DType)
+	}
+	return ewArithOp(c, op)
+}
+
+func ewArithOp(c *Ctx, op int) error {
+	if err := ewSameTypes(c, ir.Undefined, 0, 1); err != nil {
+		return err
+	}
+	w, err := ewBroadcastWalk(c, 0, 1)
+	if err != nil {
+		return err
+	}
+	a, b, y := c.In[0], c.In[1], c.Out[0]
+	if (op == ewDiv || op == ewMod || op == ewFMod) && !a.DType.IsFloat() && ewHasZero(b) {
+		return c.Errorf("integer division by zero")
+	}
+	switch a.DType {
+	case ir.Float:
+		ewArith(op, w, viewAs[float32](y), viewAs[float32](a), viewAs[float32](b))
+	case ir.Double:
+		ewArith(op, w, viewAs[float64](y), viewAs[float64](a), viewAs[float64](b))
+	case ir.Int64:
+		ewArith(op, w, viewAs[int64](y), viewAs[int64](a), viewAs[int64](b))
+	case ir.Int32:
+		ewArith(op, w, viewAs[int32](y), viewAs[int32](a), viewAs[int32](b))
+	case ir.Int16:
+		ewArith(op, w, viewAs[int16](y), viewAs[int16](a), viewAs[int16](b))
+	case ir.Int8:
+		ewArith(op, w, viewAs[int8](y), viewAs[int8](a), viewAs[int8](b))
+	case ir.Uint8:
+		ewArith(op, w, viewAs[uint8](y), viewAs[uint8](a), viewAs[uint8](b))
+	case ir.Uint16:
+		ewArith(op, w, viewAs[uint16](y), viewAs[uint16](a), viewAs[uint16](b))
+	case ir.Uint32:
+		ewArith(op, w, viewAs[uint32](y), viewAs[uint32](a), viewAs[uint32](b))
+	case ir.Uint64:
+		ewArith(op, w, viewAs[uint64](y), viewAs[uint64](a), viewAs[uint64](b))
+	default:
+		return c.Errorf("element type %v is not supported", a.DType)
+	}
+	return nil
+}
+
+// ewHasZero reports whether an integer tensor holds a zero.
+func ewHasZero(t *Tensor) bool {
+	es := esize(t.DType)
+	for i := 0; i+es <= len(t.Data); i += es {
+		zero := true
+		for _, b := range t.Data[i : i+es] {
+			if b != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true
+		}
+	}
+	return false
+}
+
+// ewArith runs y = a op b over walk w (operands y, a, b). y may alias a
+// (the variadic ops accumulate in place).
+func ewArith[T elemNum](op int, w *ndWalk, y, a, b []T) {
+	sa, sb := w.inner(1), w.inner(2)
+	w.par(nil, func(off []int, n int) {
+		ys := y[off[0] : off[0]+n]
+		ia, ib := off[1], off[2]
+		switch {
+		case sa == 1 && sb == 1:
+			ewVV(op, ys, a[ia:ia+n], b[ib:ib+n])
+		case sa == 1 && sb == 0:
+			ewVS(op, ys, a[ia:ia+n], b[ib])
+		case sa == 0 && sb == 1:
+			ewSV(op, ys, a[ia], b[ib:ib+n])
+		default:
+			for i := range ys {
+				ys[i] = ewScalar(op, a[ia+i*sa], b[ib+i*sb])
+			}
+		}
+	})
+}
+
+func ewVV[T elemNum](op int, y, a, b []T) {
+	a, b = a[:len(y)], b[:len(y)]
+	switch op {
+	case ewAdd:
+		for i := range y {
+			y[i] = a[i] + b[i]
+		}
+	case ewSub:
+		for i := range y {
+			y[i] = a[i] - b[i]
+		}
+	case ewMul:
+		for i := range y {
+			y[i] = a[i] * b[i]
+		}
+	case ewDiv:
+		for i := range y {
+			y[i] = a[i] / b[i]
+		}
+	default:
+		for i := range y {
+			y[i] = ewScalar(op, a[i], b[i])
+		}
+	}
+}
+
+func ewVS[T elemNum](op int, y, a []T, b T) {
+	a = a[:len(y)]
+	switch op {
+	case ewAdd:
+		for i := range y {
+			y[i] = a[i] + b
+		}
+	case ewSub:
+		for i := range y {
+			y[i] = a[i] - b
+		}
+	case ewMul:
+		for i := range y {
+			y[i] = a[i] * b
+		}
+	case ewDiv:
+		for i := range y {
+			y[i] = a[i] / b
+		}
+	default:
+		for i := range y {
+			y[i] = ewScalar(op, a[i], b)
+		}
+	}
+}
+
+func ewSV[T elemNum](op int, y []T, a T, b []T) {
+	b = b[:len(y)]
+	switch op {
+	case ewAdd:
+		for i := range y {
+			y[i] = a + b[i]
+		}
+	case ewSub:
+		for i := range y {
+			y[i] = a - b[i]
+		}
+	case ewMul:
+		for i := range y {
+			y[i] = a * b[i]
+		}
+	case ewDiv:
+		for i := range y {
+			y[i] = a / b[i]
+		}
+	default:
+		for i := range y {
+			y[i] = ewScalar(op, a, b[i])
+		}
+	}
+}
+
+func ewScalar[T elemNum](op int, x, y T) T {
+	switch op {
+	case ewAdd:
+		return x + y
+	case ewSub:
+		return x - y
+	case ewMul:
+		return x * y
+	case ewDiv:
+		return x / y
+	case ewMax:
+		return max(x, y)
+	case ewMin:
+		return min(x, y)
+	case ewMod, ewFMod:
+		return ewRem(op, x, y)
+	}
+	return 0
+}
+
+// ewRem is Mod: for integers, the remainder takes the divisor's sign
+// (fmod=0) or the dividend's (fmod=1); floats always use C fmod.
+func ewRem[T elemNum](op int, x, y T) T {
+	switch any(x).(type) {
+	case float32, float64:
+		return T(math.Mod(float64(x), float64(y)))
+	}
+	r := ewIntRem(x, y)
+	if op == ewMod && r != 0 && (r < 0) != (y < 0) {
+		r += y
+	}
+	return r
+}
+
+// ewIntRem is x % y for an integer T. (The % operator is not defined on
+// a type parameter that admits floats.)
+func ewIntRem[T elemNum](x, y T) T {
+	switch xv := any(x).(type) {
+	case int64:
+		return T(xv % int64(y))
+	case int32:
+		return T(xv % int32(y))
+	case int16:
+		return T(xv % int16(y))
+	case int8:
+		return T(xv % int8(y))
+	case uint8:
+		return T(xv % uint8(y))
+	case uint16:
+		return T(xv % uint16(y))
+	case uint32:
+		return T(xv % uint32(y))
+	case uint64:
+		return T(xv % uint64(y))
+	}
+	return 0
+}
+
+// ewPowRun: Y = A^B. The exponent may have another numeric type than
+// the base; the result has the base's type (integer results truncate,
+// as onnxruntime's std::pow and cast do).
+func ewPowRun(c *Ctx) error {
+	a, b, y := c.In[0], c.In[1], c.Out[0]
+	if y.DType != a.DType {
+		return c.Errorf("output type %v, want the base type %v", y.DType, a.DType)
+	}
+	w, err := ewBroadcastWalk(c, 0, 1)
+	if err != nil {
+		return err
+	}
+	exp := func(idx int) float64 { return 0 }
+	switch b.DType {
+	case ir.Float:
+		v := viewAs[float32](b)
+		exp = func(i int) float64 { return float64(v[i]) }
+	case ir.Double:
+		v := viewAs[float64](b)
+		exp = func(i int) float64 { return v[i] }
+	case ir.Int64:
+		v := viewAs[int64](b)
+		exp = func(i int) float64 { return float64(v[i]) }
+	case ir.Int32:
+		v := viewAs[int32](b)
+		exp = func(i int) float64 { return float64(v[i]) }
+	case ir.Int16:
+		v := viewAs[int16](b)
+		exp = func(i int) float64 { return float64(v[i]) }
+	case ir.Int8:
+		v := viewAs[int8](b)
+		exp = func(i int) float64 { return float64(v[i]) }
+	case ir.Uint8:
+		v := viewAs[uint8](b)
+		exp = func(i int) float64 { return float64(v[i]) }
+	default:
+		return c.Errorf("exponent type %v is not supported", b.DType)
+	}
+	switch a.DType {
+	case ir.Float:
+		if b.DType == ir.Float {
+			ewPowSame(w, viewAs[float32](y), viewAs[float32](a), viewAs[float32](b))
+			return nil
+		}
+		ewPow(w, viewAs[float32](y), viewAs[float32](a), exp)
+	case ir.Double:
+		ewPow(w, viewAs[float64](y), viewAs[float64](a), exp)
+	case ir.Int64:
+		ewPow(w, viewAs[int64](y), viewAs[int64](a), exp)
+	case ir.Int32:
+		ewPow(w, viewAs[int32](y), viewAs[int32](a), exp)
+	case ir.Int16:
+		ewPow(w, viewAs[int16](y), viewAs[int16](a), exp)
+	case ir.Int8:
+		ewPow(w, viewAs[int8](y), viewAs[int8](a), exp)
+	case ir.Uint8:
+		ewPow(w, viewAs[uint8](y), viewAs[uint8](a), exp)
+	default:
+		return c.Errorf("base type %v is not supported", a.DType)
+	}
+	return nil
+}
+
+// ewPowSame is the float32^float32 path, with the common squares and
+// square roots done without math.Pow.
+func ewPowSame(w *ndWalk, y, a, b []float32) {
+	sa, sb := w.inner(1), w.inner(2)
+	w.par(nil, func(off []int, n int) {
+		ys := y[off[0] : off[0]+n]
+		ia, ib := off[1], off[2]
+		if sb == 0 {
+			e := b[ib]
+			switch e {
+			case 2:
+				for i := range ys {
+					x := a[ia+i*sa]
+					ys[i] = x * x
+				}
+				return
+			case 1:
+				for i := range ys {
+					ys[i] = a[ia+i*sa]
+				}
+				return
+			}
+		}
+		for i := range ys {
+			ys[i] = float32(math.Pow(float64(a[ia+i*sa]), float64(b[ib+i*sb])))
+		}
+	})
+}
+
+func ewPow[T elemNum](w *ndWalk, y, a []T, exp func(int) float64) {
+	sa, sb := w.inner(1), w.inner(2)
+	w.par(nil, func(off []int, n int) {
+		ys := y[off[0] : off[0]+n]
+		for i := range ys {
+			ys[i] = T(math.Pow(float64(a[off[1]+i*sa]), exp(off[2]+i*sb)))
+		}
+	})
+}
+
+func ewCmpRun(op int) func(c *Ctx) error {
+	return func(c *Ctx) error {
+		if err := ewSameTypes(c, ir.Bool, 0, 1); err != nil {
+			return err
+		}
+		w, err := ewBroadcastWalk(c, 0, 1)
+		if err != nil {
+			return err
+		}
+		a, b, y := c.In[0], c.In[1], c.Out[0].Data
+		if op >= ewAnd && a.DType != ir.Bool {
+			return c.Errorf("input type %v, %s takes bool", a.DType, c.Op.Type)
+		}
+		switch a.DType {
+		case ir.Bool:
+			ewLogic(op, w, y, a.Data, b.Data)
+		case ir.Float:
+			ewCmp(op, w, y, viewAs[float32](a), viewAs[float32](b))
+		case ir.Double:
+			ewCmp(op, w, y, viewAs[float64](a), viewAs[float64](b))
+		case ir.Int64:
+			ewCmp(op, w, y, viewAs[int64](a), viewAs[int64](b))
+		case ir.Int32:
+			ewCmp(op, w, y, viewAs[int32](a), viewAs[int32](b))
+		case ir.Int16:
+			ewCmp(op, w, y, viewAs[int16](a), viewAs[int16](b))
+		case ir.Int8:
+			ewCmp(op, w, y, viewAs[int8](a), viewAs[int8](b))
+		case ir.Uint8:
+			ewCmp(op, w, y, viewAs[uint8](a), viewAs[uint8](b))
+		case ir.Uint16:
+			ewCmp(op, w, y, viewAs[uint16](a), viewAs[uint16](b))
+		case ir.Uint32:
+			ewCmp(op, w, y, viewAs[uint32](a), viewAs[uint32](b))
+		case ir.Uint64:
+			ewCmp(op, w, y, viewAs[uint64](a), viewAs[uint64](b))
+		default:
+			return c.Errorf("element type %v is not supported", a.DType)
+		}
+		return nil
+	}
+}
+
+func ewCmp[T elemNum](op int, w *ndWalk, y []byte, a, b []T) {
+	sa, sb := w.inner(1), w.inner(2)
+	w.par(nil, func(off []int, n int) {
+		ys := y[off[0] : off[0]+n]
+		ia, ib := off[1], off[2]
+		switch op {
+		case ewEq:
+			for i := range ys {
+				ys[i] = b2byte(a[ia+i*sa] == b[ib+i*sb])
+			}
+		case ewLt:
+			for i := range ys {
+				ys[i] = b2byte(a[ia+i*sa] < b[ib+i*sb])
+			}
+		case ewGt:
+			for i := range ys {
+				ys[i] = b2byte(a[ia+i*sa] > b[ib+i*sb])
+			}
+		case ewLe:
+			for i := range ys {
+				ys[i] = b2byte(a[ia+i*sa] <= b[ib+i*sb])
+			}
+		case ewGe:
+			for i := range ys {
+				ys[i] = b2byte(a[ia+i*sa] >= b[ib+i*sb])
+			}
+		}
+	})
+}
+
+// ewLogic compares or combines bools, reading any non-zero byte as true.
+func ewLogic(op int, w *ndWalk, y, a, b []byte) {
+	sa, sb := w.inner(1), w.inner(2)
+	w.par(nil, func(off []int, n int) {
+		ys := y[off[0] : off[0]+n]
+		for i := range ys {
+			x, z := a[off[1]+i*sa] != 0, b[off[2]+i*sb] != 0
+			var r bool
+			switch op {
+			case ewEq:
+				r = x == z
+			case ewLt:
+				r = !x && z
+			case ewGt:
+				r = x && !z
+			case ewLe:
+				r = !x || z
+			case ewGe:
+				r = x || !z
+			case ewAnd:
+				r = x && z
+			case ewOr:
+				r = x || z
+			case ewXor:
+				r = x != z
+			}
+			ys[i] = b2byte(r)
+		}
+	})
+}
+
+// ewVariadicRun: Sum, Mean, Max and Min of any number of broadcast
+// inputs. The output is initialised with input 0 broadcast, then each
+// further input is combined into it in place.
+func ewVariadicRun(op int) func(c *Ctx) error {
+	return func(c *Ctx) error {
+		n := len(c.In)
+		idx := make([]int, n)
+		for i := range idx {
+			if c.In[i] == nil {
+				return c.Errorf("input %d is missing", i)
+			}
+			idx[i] = i
+		}
+		if err := ewSameTypes(c, ir.Undefined, idx...); err != nil {
+			return err
+		}
+		if _, err := ewBroadcastWalk(c, idx...); err != nil {
+			return err
+		}
+		y := c.Out[0]
+		dt := y.DType
+		es := esize(dt)
+		if es == 0 {
+			return c.Errorf("element type %v is not supported", dt)
+		}
+		x0 := c.In[0]
+		moveWalk(newWalk(y.Shape, contigStrides(y.Shape), bcastStrides(x0.Shape, y.Shape)), y, x0, es, nil)
+		for k := 1; k < n; k++ {
+			x := c.In[k]
+			w := newWalk(y.Shape, contigStrides(y.Shape), contigStrides(y.Shape), bcastStrides(x.Shape, y.Shape))
+			switch dt {
+			case ir.Float:
+				ewArith(op, w, viewAs[float32](y), viewAs[float32](y), viewAs[float32](x))
+			case ir.Double:
+				ewArith(op, w, viewAs[float64](y), viewAs[float64](y), viewAs[float64](x))
+			case ir.Int64:
+				ewArith(op, w, viewAs[int64](y), viewAs[int64](y), viewAs[int64](x))
+			case ir.Int32:
+				ewArith(op, w, viewAs[int32](y), viewAs[int32](y), viewAs[int32](x))
+			case ir.Int16:
+				ewArith(op, w, viewAs[int16](y), viewAs[int16](y), viewAs[int16](x))
+			case ir.Int8:
+				ewArith(op, w, viewAs[int8](y), viewAs[int8](y), viewAs[int8](x))
+			case ir.Uint8:
+				ewArith(op, w, viewAs[uint8](y), viewAs[uint8](y), viewAs[uint8](x))
+			case ir.Uint16:
+				ewArith(op, w, viewAs[uint16](y), viewAs[uint16](y), viewAs[uint16](x))
+			case ir.Uint32:
+				ewArith(op, w, viewAs[uint32](y), viewAs[uint32](y), viewAs[uint32](x))
+			case ir.Uint64:
+				ewArith(op, w, viewAs[uint64](y), viewAs[uint64](y), viewAs[uint64](x))
+			default:
+				return c.Errorf("element type %v is not supported", dt)
+			}
+		}
+		if c.Op.Type == "Mean" && n > 1 {
+			switch dt {
+			case ir.Float:
+				ewScaleDown(viewAs[float32](y), n)
+			case ir.Double:
+				ewScaleDown(viewAs[float64](y), n)
+			case ir.Int64:
+				ewScaleDown(viewAs[int64](y), n)
+			case ir.Int32:
+				ewScaleDown(viewAs[int32](y), n)
+			case ir.Int16:
+				ewScaleDown(viewAs[int16](y), n)
+			case ir.Int8:
+				ewScaleDown(viewAs[int8](y), n)
+			case ir.Uint8:
+				ewScaleDown(viewAs[uint8](y), n)
+			case ir.Uint16:
+				ewScaleDown(viewAs[uint16](y), n)
+			case ir.Uint32:
+				ewScaleDown(viewAs[uint32](y), n)
+			case ir.Uint64:
+				ewScaleDown(viewAs[uint64](y), n)
+			}
+		}
+		return nil
+	}
+}
+
+func ewScaleDown[T elemNum](y []T, n int) {
+	d := T(n)
+	parRange(len(y), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			y[i] /= d
+		}
+	})
+}
+
+// ewWhereRun: Y = condition ? X : Y, all three broadcast; X and Y may
+// have any byte-sized type.
+func ewWhereRun(c *Ctx) error {
+	if c.In[0].DType != ir.Bool {
+		return c.Errorf("condition has type %v, want bool", c.In[0].DType)
+	}
+	if err := ewSameTypes(c, ir.Undefined, 1, 2); err != nil {
+		return err
+	}
+	w, err := ewBroadcastWalk(c, 0, 1, 2)
+	if err != nil {
+		return err
+	}
+	cond, x, z, y := c.In[0].Data, c.In[1], c.In[2], c.Out[0]
+	switch esize(y.DType) {
+	case 1:
+		ewWhere(w, y.Data, cond, x.Data, z.Data)
+	case 2:
+		ewWhere(w, viewAs[uint16](y), cond, viewAs[uint16](x), viewAs[uint16](z))
+	case 4:
+		ewWhere(w, viewAs[uint32](y), cond, viewAs[uint32](x), viewAs[uint32](z))
+	case 8:
+		ewWhere(w, viewAs[uint64](y), cond, viewAs[uint64](x), viewAs[uint64](z))
+	default:
+		return c.Errorf("element type %v is not supported", y.DType)
+	}
+	return nil
+}
+
+func ewWhere[T any](w *ndWalk, y []T, cond []byte, x, z []T) {
+	sc, sx, sz := w.inner(1), w.inner(2), w.inner(3)
+	w.par(nil, func(off []int, n int) {
+		ys := y[off[0] : off[0]+n]
+		for i := range ys {
+			if cond[off[1]+i*sc] != 0 {
+				ys[i] = x[off[2]+i*sx]
+			} else {
+				ys[i] = z[off[3]+i*sz]
+			}
+		}
+	})
+}

@@ -1,0 +1,153 @@
+package kernels
+
+import "github.com/tsplit/tsplit/ir"
+
+// Cast and CastLike between float32, float64, float16, bfloat16, the
+// signed and unsigned integers of 8 to 64 bits, and bool. Conversions
+// follow C/onnxruntime: floats truncate toward zero into integers,
+// integers wrap into narrower integers, anything non-zero is true, and
+// float16/bfloat16 round to nearest even. (Out-of-range float-to-integer
+// results are unspecified in the ONNX spec as in C; Go gives a fixed
+// value and never traps.) The float8 types are not supported: the
+// saturate attribute only concerns them.
+
+var castTypes = []ir.DType{ir.Float, ir.Double, ir.Float16, ir.BFloat16, ir.Int64, ir.Int32, ir.Int16, ir.Int8,
+	ir.Uint8, ir.Uint16, ir.Uint32, ir.Uint64, ir.Bool}
+
+func init() {
+	regOp("Cast", 1, 1, castTypes, ewCastRun)
+	regOp("CastLike", 2, 1, castTypes, ewCastRun)
+}
+
+func ewCastRun(c *Ctx) error {
+	x, y := c.In[0], c.Out[0]
+	if !x.Shape.Equal(y.Shape) {
+		return c.Errorf("output shape %v differs from input shape %v", y.Shape, x.Shape)
+	}
+	if c.Op.Type == "Cast" {
+		if to := ir.DType(c.Op.AttrInt("to", int64(y.DType))); to != y.DType {
+			return c.Errorf("output type %v, attribute to says %v", y.DType, to)
+		}
+	} else if c.In[1].DType != y.DType {
+		return c.Errorf("output type %v, input 1 has type %v", y.DType, c.In[1].DType)
+	}
+	if !ewCastable(x.DType) {
+		return c.Errorf("cannot cast from %v", x.DType)
+	}
+	if !ewCastable(y.DType) {
+		return c.Errorf("cannot cast to %v", y.DType)
+	}
+	if x.DType == y.DType {
+		parCopy(y.Data, x.Data)
+		return nil
+	}
+	switch x.DType {
+	case ir.Float:
+		ewCastFrom(viewAs[float32](x), y)
+	case ir.Double:
+		ewCastFrom(viewAs[float64](x), y)
+	case ir.Int64:
+		ewCastFrom(viewAs[int64](x), y)
+	case ir.Int32:
+		ewCastFrom(viewAs[int32](x), y)
+	case ir.Int16:
+		ewCastFrom(viewAs[int16](x), y)
+	case ir.Int8:
+		ewCastFrom(viewAs[int8](x), y)
+	case ir.Uint8:
+		ewCastFrom(viewAs[uint8](x), y)
+	case ir.Uint16:
+		ewCastFrom(viewAs[uint16](x), y)
+	case ir.Uint32:
+		ewCastFrom(viewAs[uint32](x), y)
+	case ir.Uint64:
+		ewCastFrom(viewAs[uint64](x), y)
+	case ir.Bool:
+		// Normalise to 0/1 first so any non-zero byte reads as true.
+		b := make([]uint8, len(x.Data))
+		for i, v := range x.Data {
+			b[i] = b2byte(v != 0)
+		}
+		ewCastFrom(b, y)
+	case ir.Float16, ir.BFloat16:
+		h := viewAs[uint16](x)
+		dec := halfToF32
+		if x.DType == ir.BFloat16 {
+			dec = bf16ToF32
+		}
+		f := make([]float32, len(h))
+		parRange(len(h), 2, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				f[i] = dec(h[i])
+			}
+		})
+		if y.DType == ir.Float {
+			copy(viewAs[float32](y), f)
+			return nil
+		}
+		ewCastFrom(f, y)
+	}
+	return nil
+}
+
+func ewCastable(dt ir.DType) bool {
+	for _, d := range castTypes {
+		if d == dt {
+			return true
+		}
+	}
+	return false
+}
+
+// ewCastFrom converts src into y, whatever y's (castable) type.
+func ewCastFrom[S elemNum](src []S, y *Tensor) {
+	switch y.DType {
+	case ir.Float:
+		ewConv(viewAs[float32](y), src)
+	case ir.Double:
+		ewConv(viewAs[float64](y), src)
+	case ir.Int64:
+		ewConv(viewAs[int64](y), src)
+	case ir.Int32:
+		ewConv(viewAs[int32](y), src)
+	case ir.Int16:
+		ewConv(viewAs[int16](y), src)
+	case ir.Int8:
+		ewConv(viewAs[int8](y), src)
+	case ir.Uint8:
+		ewConv(viewAs[uint8](y), src)
+	case ir.Uint16:
+		ewConv(viewAs[uint16](y), src)
+	case ir.Uint32:
+		ewConv(viewAs[uint32](y), src)
+	case ir.Uint64:
+		ewConv(viewAs[uint64](y), src)
+	case ir.Bool:
+		d := y.Data
+		parRange(len(src), 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				d[i] = b2byte(src[i] != 0)
+			}
+		})
+	case ir.Float16, ir.BFloat16:
+		enc := f32ToHalf
+		if y.DType == ir.BFloat16 {
+			enc = f32ToBF16
+		}
+		d := viewAs[uint16](y)
+		parRange(len(src), 2, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				d[i] = enc(float32(src[i]))
+			}
+		})
+	}
+}
+
+func ewConv[D, S elemNum](dst []D, src []S) {
+	parRange(len(src), 1, func(lo, hi int) {
+		d, s := dst[lo:hi], src[lo:hi]
+		for i, v := range s {
+			d[i] = D(v)
+		}
+	})
+}

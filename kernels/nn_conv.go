@@ -1,0 +1,226 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// Conv: im2col + GEMM, one image and one group at a time, so the scratch
+// (declared through Kernel.Workspace) is one group's column matrix,
+// (C/group · prod(kernel)) × prod(output spatial) floats, independent of
+// the batch. Two cases need no scratch: a 1×1, stride-1, unpadded
+// convolution multiplies the input directly, and a depthwise-style one
+// (one input channel per group, group > 1) is computed by direct loops.
+
+func init() {
+	Register("", "Conv", Kernel{Run: runConv, Workspace: convWorkspace, DTypes: []ir.DType{ir.Float}})
+}
+
+// convPlan is everything Conv's Run and Workspace derive from the op.
+type convPlan struct {
+	g              nnGeom
+	n, c, m, group int
+	cg, mg         int  // input and output channels per group
+	direct         bool // one input channel per group: direct loops
+	noCol          bool // 1×1 identity window: the input is its own column matrix
+}
+
+func planConv(op *ir.Op) (*convPlan, error) {
+	x, w, y := op.Input(0), op.Input(1), op.Output(0)
+	if x == nil || w == nil || y == nil || len(w.Shape) != len(x.Shape) || len(x.Shape) < 3 {
+		return nil, fmt.Errorf("%s: Conv needs X (N, C, D...) and W (M, C/group, k...)", op.Describe())
+	}
+	g, err := nnWindowGeom(op, w.Shape[2:])
+	if err != nil {
+		return nil, err
+	}
+	p := &convPlan{g: g, n: int(x.Shape[0]), c: int(x.Shape[1]), m: int(w.Shape[0]), group: int(op.AttrInt("group", 1))}
+	if p.group <= 0 || p.c%p.group != 0 || p.m%p.group != 0 || int(w.Shape[1])*p.group != p.c {
+		return nil, fmt.Errorf("%s: channels %d, filters %v and group %d do not fit", op.Describe(), p.c, w.Shape, p.group)
+	}
+	p.cg, p.mg = p.c/p.group, p.m/p.group
+	p.direct = p.cg == 1 && p.group > 1
+	p.noCol = !p.direct && g.unit()
+	return p, nil
+}
+
+// colFloats is the size of one group's column matrix (0 when none).
+func (p *convPlan) colFloats() int {
+	if p.direct || p.noCol {
+		return 0
+	}
+	return p.cg * p.g.kVol() * p.g.outVol()
+}
+
+func convWorkspace(op *ir.Op) int64 {
+	p, err := planConv(op)
+	if err != nil {
+		return 0
+	}
+	return 4 * int64(p.colFloats())
+}
+
+func runConv(c *Ctx) error {
+	p, err := planConv(c.Op)
+	if err != nil {
+		return err
+	}
+	x, w, y := c.In[0].F32(), c.In[1].F32(), c.Out[0].F32()
+	var bias []float32
+	if len(c.In) > 2 && c.In[2] != nil {
+		bias = c.In[2].F32()
+	}
+	g := &p.g
+	inVol, outVol, kVol := g.inVol(), g.outVol(), g.kVol()
+	if len(y) == 0 {
+		return nil
+	}
+	if p.direct {
+		convDirect(p, x, w, bias, y)
+		return nil
+	}
+	kg := p.cg * kVol // GEMM inner dimension
+	var col []float32
+	if !p.noCol {
+		need := p.colFloats()
+		if len(c.Workspace) < 4*need {
+			return c.Errorf("workspace has %d bytes, Conv needs %d", len(c.Workspace), 4*need)
+		}
+		col = (&Tensor{Data: c.Workspace[:4*need]}).F32()
+	}
+	for n := 0; n < p.n; n++ {
+		for gi := 0; gi < p.group; gi++ {
+			xg := x[(n*p.c+gi*p.cg)*inVol:][:p.cg*inVol]
+			b := xg
+			if !p.noCol {
+				im2col(g, xg, p.cg, col)
+				b = col
+			}
+			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
+			sgemm(false, false, p.mg, outVol, kg, 1, w[gi*p.mg*kg:], kg, b, outVol, 0, yg, outVol)
+		}
+	}
+	if bias != nil {
+		addChannelBias(y, bias, p.n, p.m, outVol)
+	}
+	return nil
+}
+
+// addChannelBias adds bias[ch] to every element of channel ch of an
+// (n, m, vol) tensor.
+func addChannelBias(y, bias []float32, n, m, vol int) {
+	Parallel(n*m, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b := bias[i%m]
+			row := y[i*vol : (i+1)*vol]
+			for j := range row {
+				row[j] += b
+			}
+		}
+	})
+}
+
+// im2col writes the column matrix of x, ch channels of g.in, into col:
+// row (c, kd, kh, kw) holds, for every output position, the input
+// element that kernel tap meets there (zero in the padding).
+func im2col(g *nnGeom, x []float32, ch int, col []float32) {
+	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
+	OD, OH, OW := g.out[0], g.out[1], g.out[2]
+	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	Parallel(ch*kVol, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			ci, t := r/kVol, r%kVol
+			kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
+			xc := x[ci*inVol : (ci+1)*inVol]
+			dst := col[r*outVol : (r+1)*outVol]
+			offW := kw*g.d[2] - g.pb[2]
+			wlo, whi := nnRange(offW, g.s[2], IW, OW)
+			sw := g.s[2]
+			for od := 0; od < OD; od++ {
+				id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+				for oh := 0; oh < OH; oh++ {
+					ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+					row := dst[(od*OH+oh)*OW : (od*OH+oh+1)*OW]
+					if id < 0 || id >= ID || ih < 0 || ih >= IH || wlo >= whi {
+						clear(row)
+						continue
+					}
+					src := xc[(id*IH+ih)*IW:]
+					clear(row[:wlo])
+					if sw == 1 {
+						copy(row[wlo:whi], src[wlo+offW:whi+offW])
+					} else {
+						iw := wlo*sw + offW
+						for ow := wlo; ow < whi; ow++ {
+							row[ow] = src[iw]
+							iw += sw
+						}
+					}
+					clear(row[whi:])
+				}
+			}
+		}
+	})
+}
+
+// convDirect computes a convolution with one input channel per group
+// (depthwise, possibly with a channel multiplier) by direct loops,
+// parallel over (image, output channel).
+func convDirect(p *convPlan, x, w, bias, y []float32) {
+	g := &p.g
+	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
+	OD, OH, OW := g.out[0], g.out[1], g.out[2]
+	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	sw := g.s[2]
+	Parallel(p.n*p.m, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			n, m := i/p.m, i%p.m
+			xc := x[(n*p.c+m/p.mg)*inVol:][:inVol] // cg == 1: channel m/mg
+			yc := y[i*outVol : (i+1)*outVol]
+			b := float32(0)
+			if bias != nil {
+				b = bias[m]
+			}
+			for j := range yc {
+				yc[j] = b
+			}
+			wm := w[m*kVol : (m+1)*kVol]
+			for t, wv := range wm {
+				kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
+				offW := kw*g.d[2] - g.pb[2]
+				wlo, whi := nnRange(offW, sw, IW, OW)
+				if wlo >= whi {
+					continue
+				}
+				for od := 0; od < OD; od++ {
+					id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+					if id < 0 || id >= ID {
+						continue
+					}
+					for oh := 0; oh < OH; oh++ {
+						ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+						if ih < 0 || ih >= IH {
+							continue
+						}
+						src := xc[(id*IH+ih)*IW:][:IW]
+						row := yc[(od*OH+oh)*OW:][:OW]
+						if sw == 1 {
+							s := src[wlo+offW : whi+offW]
+							r := row[wlo:whi]
+							for j := range r {
+								r[j] += wv * s[j]
+							}
+						} else {
+							iw := wlo*sw + offW
+							for ow := wlo; ow < whi; ow++ {
+								row[ow] += wv * src[iw]
+								iw += sw
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,203 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// ConvTranspose: GEMM + col2im, one image and one group at a time. For
+// group gi the product Wᵍᵀ·Xᵍ, ((M/group)·prod(kernel)) × prod(input
+// spatial), is the scratch (Kernel.Workspace); col2im then scatters it
+// into the output, parallel over output channels (each channel's rows
+// land only in that channel).
+
+func init() {
+	Register("", "ConvTranspose", Kernel{Run: runConvTranspose, Workspace: convTransposeWorkspace, DTypes: []ir.DType{ir.Float}})
+}
+
+type convTPlan struct {
+	g              nnGeom // in: X's spatial dims, out: Y's
+	n, c, m, group int
+	cg, mg         int
+	direct         bool // 1×1 identity window: GEMM straight into Y
+}
+
+// convTransposePads resolves ConvTranspose's begin/end padding. With
+// output_shape or auto_pad SAME_*, the total padding is
+// s·(in-1) + output_padding + ek - out (out: output_shape, or in·s for
+// SAME_*), split as ONNX Runtime does: SAME_UPPER puts the odd element at
+// the beginning, NOTSET and SAME_LOWER at the end.
+func convTransposePads(op *ir.Op, in, out, kernel, st, dil []int64) ([]int64, error) {
+	n := len(in)
+	opad := op.AttrInts("output_padding", nil)
+	if opad == nil {
+		opad = make([]int64, n)
+	}
+	if len(opad) != n {
+		return nil, fmt.Errorf("%s: output_padding %v does not have %d values", op.Describe(), opad, n)
+	}
+	ap := op.AttrString("auto_pad", "NOTSET")
+	pads := op.AttrInts("pads", nil)
+	if pads == nil || ap == "VALID" {
+		pads = make([]int64, 2*n)
+	} else {
+		if len(pads) != 2*n {
+			return nil, fmt.Errorf("%s: pads %v does not have %d values", op.Describe(), pads, 2*n)
+		}
+		pads = append([]int64(nil), pads...)
+	}
+	hasShape := op.Attr("output_shape") != nil
+	same := ap == "SAME_UPPER" || ap == "SAME_LOWER"
+	if !hasShape && !same {
+		return pads, nil
+	}
+	for i := 0; i < n; i++ {
+		ek := (kernel[i]-1)*dil[i] + 1
+		total := max(0, st[i]*(in[i]-1)+opad[i]+ek-out[i])
+		if ap == "SAME_UPPER" {
+			pads[i], pads[i+n] = total-total/2, total/2
+		} else {
+			pads[i], pads[i+n] = total/2, total-total/2
+		}
+	}
+	return pads, nil
+}
+
+func planConvTranspose(op *ir.Op) (*convTPlan, error) {
+	x, w, y := op.Input(0), op.Input(1), op.Output(0)
+	if x == nil || w == nil || y == nil || len(w.Shape) != len(x.Shape) || len(x.Shape) < 3 || len(y.Shape) != len(x.Shape) {
+		return nil, fmt.Errorf("%s: ConvTranspose needs X (N, C, D...) and W (C, M/group, k...)", op.Describe())
+	}
+	in, out, kernel := []int64(x.Shape[2:]), []int64(y.Shape[2:]), []int64(w.Shape[2:])
+	st, dil, err := nnSpatialAttrs(op, len(in))
+	if err != nil {
+		return nil, err
+	}
+	pads, err := convTransposePads(op, in, out, kernel, st, dil)
+	if err != nil {
+		return nil, err
+	}
+	g, err := nnMakeGeom(op, in, out, kernel, st, dil, pads)
+	if err != nil {
+		return nil, err
+	}
+	p := &convTPlan{g: g, n: int(x.Shape[0]), c: int(x.Shape[1]), m: int(y.Shape[1]), group: int(op.AttrInt("group", 1))}
+	if p.group <= 0 || p.c%p.group != 0 || int(w.Shape[0]) != p.c || int(w.Shape[1])*p.group != p.m {
+		return nil, fmt.Errorf("%s: channels %d, weights %v and group %d do not fit", op.Describe(), p.c, w.Shape, p.group)
+	}
+	p.cg, p.mg = p.c/p.group, p.m/p.group
+	p.direct = g.unit()
+	return p, nil
+}
+
+func (p *convTPlan) colFloats() int {
+	if p.direct {
+		return 0
+	}
+	return p.mg * p.g.kVol() * p.g.inVol()
+}
+
+func convTransposeWorkspace(op *ir.Op) int64 {
+	p, err := planConvTranspose(op)
+	if err != nil {
+		return 0
+	}
+	return 4 * int64(p.colFloats())
+}
+
+func runConvTranspose(c *Ctx) error {
+	p, err := planConvTranspose(c.Op)
+	if err != nil {
+		return err
+	}
+	x, w, y := c.In[0].F32(), c.In[1].F32(), c.Out[0].F32()
+	var bias []float32
+	if len(c.In) > 2 && c.In[2] != nil {
+		bias = c.In[2].F32()
+	}
+	if len(y) == 0 {
+		return nil
+	}
+	g := &p.g
+	inVol, outVol, kVol := g.inVol(), g.outVol(), g.kVol()
+	rows := p.mg * kVol // rows of Wᵍᵀ
+	var col []float32
+	if !p.direct {
+		need := p.colFloats()
+		if len(c.Workspace) < 4*need {
+			return c.Errorf("workspace has %d bytes, ConvTranspose needs %d", len(c.Workspace), 4*need)
+		}
+		col = (&Tensor{Data: c.Workspace[:4*need]}).F32()
+	}
+	for n := 0; n < p.n; n++ {
+		for gi := 0; gi < p.group; gi++ {
+			xg := x[(n*p.c+gi*p.cg)*inVol:][:p.cg*inVol]
+			wg := w[gi*p.cg*rows:][:p.cg*rows]
+			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
+			if p.direct {
+				sgemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, yg, outVol)
+				continue
+			}
+			if inVol > 0 {
+				sgemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, col, inVol)
+			}
+			col2im(g, col, p.mg, yg)
+		}
+	}
+	if bias != nil {
+		addChannelBias(y, bias, p.n, p.m, outVol)
+	}
+	return nil
+}
+
+// col2im zeroes y (ch channels of g.out) and adds into it every column
+// entry at the output position its kernel tap reaches: row (c, kd, kh,
+// kw), column (id, ih, iw) goes to output (id·s - pb + kd·d, ...).
+func col2im(g *nnGeom, col []float32, ch int, y []float32) {
+	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
+	OD, OH, OW := g.out[0], g.out[1], g.out[2]
+	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	sw := g.s[2]
+	Parallel(ch, func(lo, hi int) {
+		for ci := lo; ci < hi; ci++ {
+			yc := y[ci*outVol : (ci+1)*outVol]
+			clear(yc)
+			for t := 0; t < kVol; t++ {
+				kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
+				src := col[(ci*kVol+t)*inVol:][:inVol]
+				offW := kw*g.d[2] - g.pb[2]
+				wlo, whi := nnRange(offW, sw, OW, IW)
+				if wlo >= whi {
+					continue
+				}
+				for id := 0; id < ID; id++ {
+					od := id*g.s[0] - g.pb[0] + kd*g.d[0]
+					if od < 0 || od >= OD {
+						continue
+					}
+					for ih := 0; ih < IH; ih++ {
+						oh := ih*g.s[1] - g.pb[1] + kh*g.d[1]
+						if oh < 0 || oh >= OH {
+							continue
+						}
+						s := src[(id*IH+ih)*IW:][:IW]
+						row := yc[(od*OH+oh)*OW:][:OW]
+						if sw == 1 {
+							r := row[wlo+offW : whi+offW]
+							for j, v := range s[wlo:whi] {
+								r[j] += v
+							}
+						} else {
+							ow := wlo*sw + offW
+							for iw := wlo; iw < whi; iw++ {
+								row[ow] += s[iw]
+								ow += sw
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,295 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// BatchNormalization and LayerNormalization. Statistics are accumulated
+// in float64.
+
+func init() {
+	f32 := []ir.DType{ir.Float}
+	Register("", "BatchNormalization", Kernel{Run: runBatchNorm, DTypes: f32})
+	Register("", "LayerNormalization", Kernel{Run: runLayerNorm, Workspace: layerNormWorkspace, DTypes: f32})
+}
+
+// batchNormTraining reports whether op normalises with batch statistics:
+// training_mode=1 (opset 14+), or, without that attribute, more than one
+// output (opset 9-13, whose extra outputs exist only in training; ir's
+// inference rejects them at opset 14+ without training_mode=1, so the
+// rule needs no opset).
+func batchNormTraining(op *ir.Op) bool {
+	if a := op.Attr("training_mode"); a != nil {
+		return a.Int == 1
+	}
+	for _, v := range op.Outputs()[min(1, len(op.Outputs())):] {
+		if v != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// runBatchNorm: inference normalises with the running statistics,
+// y = scale·(x - mean)/sqrt(var + epsilon) + B. Training normalises with
+// the batch mean and biased batch variance over N and the spatial
+// dimensions, and writes, as the ONNX reference (and ONNX Runtime) do,
+//
+//	running_mean = mean·momentum + batch_mean·(1 - momentum)
+//	running_var  = var·momentum  + batch_var·(1 - momentum)
+//
+// with batch_var the biased (population) variance; PyTorch would use the
+// unbiased one here. Opset 9-13's outputs 3 and 4 (saved_mean,
+// saved_var) are the batch mean and biased batch variance.
+func runBatchNorm(c *Ctx) error {
+	xs := c.In[0].Shape
+	if len(xs) < 2 {
+		return c.Errorf("input has rank %d, needs (N, C, ...)", len(xs))
+	}
+	n, ch := int(xs[0]), int(xs[1])
+	vol := nnVol(xs[2:])
+	x, y := c.In[0].F32(), c.Out[0].F32()
+	scale, bias, mean, vr := c.In[1].F32(), c.In[2].F32(), c.In[3].F32(), c.In[4].F32()
+	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
+	momentum := float64(c.Op.AttrFloat("momentum", 0.9))
+	training := batchNormTraining(c.Op)
+	out := func(i int) []float32 {
+		if i < len(c.Out) && c.Out[i] != nil {
+			return c.Out[i].F32()
+		}
+		return nil
+	}
+	Parallel(ch, func(lo, hi int) {
+		for ci := lo; ci < hi; ci++ {
+			m, v := float64(mean[ci]), float64(vr[ci])
+			if training {
+				var s float64
+				for ni := 0; ni < n; ni++ {
+					for _, e := range x[(ni*ch+ci)*vol:][:vol] {
+						s += float64(e)
+					}
+				}
+				cnt := float64(n * vol)
+				bm := s / cnt
+				var ss float64
+				for ni := 0; ni < n; ni++ {
+					for _, e := range x[(ni*ch+ci)*vol:][:vol] {
+						d := float64(e) - bm
+						ss += d * d
+					}
+				}
+				bv := ss / cnt
+				if cnt == 0 {
+					bm, bv = math.NaN(), math.NaN()
+				}
+				if o := out(1); o != nil {
+					o[ci] = float32(m*momentum + bm*(1-momentum))
+				}
+				if o := out(2); o != nil {
+					o[ci] = float32(v*momentum + bv*(1-momentum))
+				}
+				if o := out(3); o != nil {
+					o[ci] = float32(bm)
+				}
+				if o := out(4); o != nil {
+					o[ci] = float32(bv)
+				}
+				m, v = bm, bv
+			}
+			a := float64(scale[ci]) / math.Sqrt(v+eps)
+			b := float64(bias[ci]) - m*a
+			af, bf := float32(a), float32(b)
+			for ni := 0; ni < n; ni++ {
+				off := (ni*ch + ci) * vol
+				src, dst := x[off:off+vol], y[off:off+vol]
+				for j, e := range src {
+					dst[j] = e*af + bf
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// layerNormDims splits input 0 at the (normalised) axis: outer rows of
+// inner elements each.
+func layerNormDims(op *ir.Op) (outer, inner int, norm ir.Shape, err error) {
+	xs := op.Input(0).Shape
+	r := int64(len(xs))
+	axis := op.AttrInt("axis", -1)
+	if axis < -r || axis >= r {
+		return 0, 0, nil, fmt.Errorf("%s: axis %d out of range for rank %d", op.Describe(), axis, r)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	return nnVol(xs[:axis]), nnVol(xs[axis:]), xs[axis:], nil
+}
+
+// layerNormWorkspace is room to expand a Scale or B that broadcasts to
+// the normalised shape without having its size (0 when both have it).
+func layerNormWorkspace(op *ir.Op) int64 {
+	_, inner, _, err := layerNormDims(op)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for i := 1; i <= 2; i++ {
+		if v := op.Input(i); v != nil && nnVol(v.Shape) != inner {
+			n += 4 * int64(inner)
+		}
+	}
+	return n
+}
+
+// runLayerNorm normalises each row over the dimensions from axis on:
+// y = (x - mean)·invstd·Scale + B with invstd = 1/sqrt(var + epsilon)
+// (biased variance). Mean and InvStdDev, when present, get the row
+// statistics in the stash_type (float or double).
+func runLayerNorm(c *Ctx) error {
+	outer, inner, norm, err := layerNormDims(c.Op)
+	if err != nil {
+		return err
+	}
+	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
+	x, y := c.In[0].F32(), c.Out[0].F32()
+	ws := c.Workspace
+	param := func(i int) ([]float32, error) {
+		if i >= len(c.In) || c.In[i] == nil {
+			return nil, nil
+		}
+		p := c.In[i].F32()
+		if len(p) == inner {
+			return p, nil
+		}
+		if len(ws) < 4*inner {
+			return nil, c.Errorf("workspace too small to broadcast input %d", i)
+		}
+		dst := (&Tensor{Data: ws[:4*inner]}).F32()
+		ws = ws[4*inner:]
+		if err := nnBroadcastTo(dst, norm, p, c.In[i].Shape); err != nil {
+			return nil, c.Errorf("input %d: %v", i, err)
+		}
+		return dst, nil
+	}
+	scale, err := param(1)
+	if err != nil {
+		return err
+	}
+	bias, err := param(2)
+	if err != nil {
+		return err
+	}
+	stat := func(i int) (f32 []float32, f64 []float64) {
+		if i < len(c.Out) && c.Out[i] != nil {
+			if c.Out[i].DType == ir.Double {
+				return nil, c.Out[i].F64()
+			}
+			return c.Out[i].F32(), nil
+		}
+		return nil, nil
+	}
+	mean32, mean64 := stat(1)
+	inv32, inv64 := stat(2)
+	Parallel(outer, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, dst := x[r*inner:(r+1)*inner], y[r*inner:(r+1)*inner]
+			var s float64
+			for _, e := range row {
+				s += float64(e)
+			}
+			m := s / float64(inner)
+			var ss float64
+			for _, e := range row {
+				d := float64(e) - m
+				ss += d * d
+			}
+			inv := 1 / math.Sqrt(ss/float64(inner)+eps)
+			switch {
+			case mean32 != nil:
+				mean32[r] = float32(m)
+			case mean64 != nil:
+				mean64[r] = m
+			}
+			switch {
+			case inv32 != nil:
+				inv32[r] = float32(inv)
+			case inv64 != nil:
+				inv64[r] = inv
+			}
+			mf, invf := float32(m), float32(inv)
+			for j, e := range row {
+				v := (e - mf) * invf
+				if scale != nil {
+					v *= scale[j]
+				}
+				if bias != nil {
+					v += bias[j]
+				}
+				dst[j] = v
+			}
+		}
+	})
+	return nil
+}
+
+// nnBroadcastTo fills dst (shape to) with src (shape from) broadcast
+// numpy-style (right-aligned; dimensions of 1 repeat).
+func nnBroadcastTo(dst []float32, to ir.Shape, src []float32, from ir.Shape) error {
+	if len(from) > len(to) {
+		return fmt.Errorf("shape %v does not broadcast to %v", from, to)
+	}
+	r := len(to)
+	st := make([]int, r) // src stride per dst dimension (0 when broadcast)
+	acc := 1
+	for i := len(from) - 1; i >= 0; i-- {
+		j := r - len(from) + i
+		switch from[i] {
+		case to[j]:
+			st[j] = acc
+		case 1:
+		default:
+			return fmt.Errorf("shape %v does not broadcast to %v", from, to)
+		}
+		acc *= int(from[i])
+	}
+	if len(dst) != nnVol(to) || len(src) != nnVol(from) {
+		return fmt.Errorf("broadcast %v to %v: sizes %d and %d do not match the shapes", from, to, len(src), len(dst))
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	if r == 0 {
+		dst[0] = src[0]
+		return nil
+	}
+	// Copy the last dimension at a time.
+	last := int(to[r-1])
+	coord := make([]int, r)
+	for o := 0; o < len(dst); o += last {
+		off := 0
+		for i := 0; i < r-1; i++ {
+			off += coord[i] * st[i]
+		}
+		row := dst[o : o+last]
+		if st[r-1] == 0 {
+			v := src[off]
+			for j := range row {
+				row[j] = v
+			}
+		} else {
+			copy(row, src[off:off+last])
+		}
+		for i := r - 2; i >= 0; i-- {
+			coord[i]++
+			if coord[i] < int(to[i]) {
+				break
+			}
+			coord[i] = 0
+		}
+	}
+	return nil
+}

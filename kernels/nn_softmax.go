@@ -1,0 +1,95 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// Softmax and LogSoftmax.
+//
+// Opset 13 changed their meaning: from 13 on they normalise along the
+// single dimension axis (default -1); before 13 the input is coerced to
+// 2-D, (prod(shape[:axis]), prod(shape[axis:])) with axis default 1, and
+// each row of that matrix is normalised. A kernel sees only the op, not
+// the model's opset (ir.InferCtx has it, kernels.Ctx does not), so the
+// registered kernels assume opset >= 13. Both readings agree whenever
+// axis is the last dimension (the common case: axis -1 or rank-1);
+// softmaxDims implements both for when the opset becomes known.
+
+func init() {
+	f32 := []ir.DType{ir.Float}
+	Register("", "Softmax", Kernel{Run: func(c *Ctx) error { return runSoftmax(c, false) }, DTypes: f32})
+	Register("", "LogSoftmax", Kernel{Run: func(c *Ctx) error { return runSoftmax(c, true) }, DTypes: f32})
+}
+
+// softmaxDims views shape as (outer, n, inner) with the normalised
+// dimension n: opset >= 13 (legacy false) normalises shape[axis];
+// legacy (opset < 13) normalises the flattened shape[axis:].
+func softmaxDims(shape ir.Shape, axis int64, legacy bool) (outer, n, inner int, err error) {
+	r := int64(len(shape))
+	if axis < -r || axis >= r {
+		return 0, 0, 0, fmt.Errorf("axis %d out of range for rank %d", axis, r)
+	}
+	if axis < 0 {
+		axis += r
+	}
+	if legacy {
+		return nnVol(shape[:axis]), nnVol(shape[axis:]), 1, nil
+	}
+	return nnVol(shape[:axis]), int(shape[axis]), nnVol(shape[axis+1:]), nil
+}
+
+func runSoftmax(c *Ctx, log bool) error {
+	outer, n, inner, err := softmaxDims(c.In[0].Shape, c.Op.AttrInt("axis", -1), false)
+	if err != nil {
+		return c.Errorf("%v", err)
+	}
+	softmax(c.In[0].F32(), c.Out[0].F32(), outer, n, inner, log)
+	return nil
+}
+
+// softmax normalises x, viewed as (outer, n, inner), along n into y.
+func softmax(x, y []float32, outer, n, inner int, log bool) {
+	if n == 0 {
+		return
+	}
+	Parallel(outer*inner, func(lo, hi int) {
+		for col := lo; col < hi; col++ {
+			o, i := col/inner, col%inner
+			base := o*n*inner + i
+			mx := float32(math.Inf(-1))
+			for j := 0; j < n; j++ {
+				if v := x[base+j*inner]; v > mx {
+					mx = v
+				}
+			}
+			if math.IsInf(float64(mx), -1) {
+				mx = 0 // every entry -inf: no finite shift exists
+			}
+			var sum float64
+			if log {
+				for j := 0; j < n; j++ {
+					sum += math.Exp(float64(x[base+j*inner] - mx))
+				}
+				shift := mx + float32(math.Log(sum))
+				for j := 0; j < n; j++ {
+					k := base + j*inner
+					y[k] = x[k] - shift
+				}
+				continue
+			}
+			for j := 0; j < n; j++ {
+				k := base + j*inner
+				e := math.Exp(float64(x[k] - mx))
+				y[k] = float32(e)
+				sum += e
+			}
+			inv := float32(1 / sum)
+			for j := 0; j < n; j++ {
+				y[base+j*inner] *= inv
+			}
+		}
+	})
+}

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	// Must come first: lets onnx-go's copy of the ONNX protobuf schema
+	// register beside package onnxpb (see its doc).
+	_ "github.com/tsplit/tsplit/conformance/internal/protoconflict"
+
 	"github.com/owulveryck/onnx-go/backend/testbackend"
 	_ "github.com/owulveryck/onnx-go/backend/testbackend/onnx" // registers the ONNX node tests
 	"google.golang.org/protobuf/proto"
@@ -67,6 +71,7 @@ type result struct {
 	Bound         []string // graph inputs bound as compile-time constants
 	Loose         bool     // passed only within ONNX's own tolerance
 	MaxErr        float64  // largest |got-want| over float outputs
+	Frontend      string   // unsupported: the frontend's error, if it rejected the model too
 }
 
 // computed are the element types the reference kernels compute.
@@ -161,9 +166,11 @@ func runCase(tc *testbackend.TestCase) (r result) {
 			return unsup(catNoSchema, "%s is not in tsplit's op table", n.GetOpType())
 		}
 	}
+	noKernel := ""
 	for _, n := range gp.GetNode() {
 		if kernels.Lookup(n.GetDomain(), n.GetOpType()) == nil {
-			return unsup(catNoKernel, "%s has no reference kernel", n.GetOpType())
+			noKernel = n.GetOpType()
+			break
 		}
 	}
 	declared := map[string]*onnxpb.ValueInfoProto{}
@@ -204,6 +211,12 @@ func runCase(tc *testbackend.TestCase) (r result) {
 		}
 		name := constInput(err, gp, raw, r.Bound)
 		if name == "" {
+			if noKernel != "" {
+				// Not run anyway; the frontend error is kept as a note
+				// for whoever adds the kernel.
+				r.Frontend = err.Error()
+				return unsup(catNoKernel, "%s has no reference kernel", noKernel)
+			}
 			return failf("frontend: %v", err)
 		}
 		vi := declared[name]
@@ -215,6 +228,9 @@ func runCase(tc *testbackend.TestCase) (r result) {
 		r.Bound = append(r.Bound, name)
 	}
 
+	if noKernel != "" {
+		return unsup(catNoKernel, "%s has no reference kernel", noKernel)
+	}
 	probe, err := executor.New(m, mustDev(0), executor.Options{})
 	if err != nil {
 		for _, op := range m.Graph.Order() {
@@ -597,14 +613,29 @@ func summarize(results []result) string {
 
 	fmt.Fprintf(&b, "## Failures\n\n")
 	nf := 0
+	causes := map[string]bool{}
 	for _, r := range results {
 		if r.Status == fail {
 			fmt.Fprintf(&b, "- `%s` (%s, opset %d): %s\n", r.Title, r.OpType, r.Opset, oneLine(r.Reason))
 			nf++
+			if c := diagnose(r); c != "" {
+				causes[c] = true
+			}
 		}
 	}
 	if nf == 0 {
 		b.WriteString("None.\n")
+	}
+	if len(causes) > 0 {
+		list := make([]string, 0, len(causes))
+		for c := range causes {
+			list = append(list, c)
+		}
+		sort.Strings(list)
+		b.WriteString("\nLikely causes:\n\n")
+		for _, c := range list {
+			fmt.Fprintf(&b, "- %s\n", c)
+		}
 	}
 	b.WriteString("\n")
 
@@ -619,6 +650,18 @@ func summarize(results []result) string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", name, o.cases, o.pass, o.fail, o.unsup, strings.Join(why, "; "))
 	}
 	b.WriteString("\n")
+
+	var fe []string
+	for _, r := range results {
+		if r.Status == unsupported && r.Frontend != "" {
+			fe = append(fe, fmt.Sprintf("- `%s` (%s): %s\n", r.Title, r.OpType, oneLine(r.Frontend)))
+		}
+	}
+	if len(fe) > 0 {
+		fmt.Fprintf(&b, "## Frontend errors on ops without a kernel\n\n")
+		fmt.Fprintf(&b, "These cases are counted as unsupported (no kernel), but the frontend rejects them too; a kernel alone\n")
+		fmt.Fprintf(&b, "will not make them pass.\n\n%s\n", strings.Join(fe, ""))
+	}
 
 	var boundLines []string
 	for _, r := range results {
@@ -643,6 +686,22 @@ func summarize(results []result) string {
 	return b.String()
 }
 
+// diagnose explains a failure whose cause is known (shown in the doc
+// only while the case fails).
+func diagnose(r result) string {
+	switch {
+	case (r.OpType == "Softmax" || r.OpType == "LogSoftmax") && r.Opset < 13:
+		return "Softmax/LogSoftmax before opset 13 coerce the input to 2-D at `axis` (default 1) and normalise " +
+			"over the flattened trailing dimensions; the kernel (kernels/nn_softmax.go, runSoftmax → softmaxDims(…, legacy=false), " +
+			"default axis -1) always applies the opset-13 reading, because kernels.Ctx does not carry the model's opset. " +
+			"The two agree only when axis is the last dimension."
+	case r.OpType == "Hardmax" && r.Opset < 13:
+		return "Hardmax before opset 13 has the same 2-D coercion; kernels/reduce_arg.go (hardmaxAxis, default -1, " +
+			"hardmaxRun over one axis) implements opset 13 only, for the same reason (no opset in kernels.Ctx)."
+	}
+	return ""
+}
+
 var catMeaning = map[string]string{
 	catNoSchema: "the op is not in tsplit's op table (package ir)",
 	catNoKernel: "the op is in the op table but has no reference kernel (package kernels)",
@@ -658,5 +717,3 @@ func oneLine(s string) string {
 	}
 	return s
 }
-
-

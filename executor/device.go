@@ -19,12 +19,23 @@ type Device interface {
 	// Check reports whether the device can run op (a kernel exists for
 	// its type and element type).
 	Check(op *ir.Op) error
-	// Launch runs a compute op. in/out follow the op's inputs/outputs
-	// (nil entries: absent); ws is its scratch (Bytes 0: none). It is
-	// called from the compute stream only.
-	Launch(op *ir.Op, in, out []*Ref, ws Ref, step int64) error
+	// Launch runs a compute op. It is called from the compute stream only.
+	Launch(l *Launch) error
 	// ToHost copies a device tensor into host memory (D2H stream).
 	ToHost(dst []byte, src Ref) error
 	// ToDevice copies host memory into a device tensor (H2D stream).
 	ToDevice(dst Ref, src []byte) error
+}
+
+// Launch is one compute op to run.
+type Launch struct {
+	Op *ir.Op
+	// Opset is the op's operator-set version in its model.
+	Opset int64
+	// In and Out follow the op's inputs and outputs (nil: absent).
+	In, Out []*Ref
+	// Workspace is the op's scratch (Bytes 0: none).
+	Workspace Ref
+	// Step counts runs of the graph (seeds random ops).
+	Step int64
 }

@@ -283,8 +283,8 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 				ws = Ref{Off: offs[w], Bytes: mem.Intervals[w].Bytes}
 				touched[w] = append(touched[w], done)
 			}
-			step := x.step
-			t.run = func() error { return x.Dev.Launch(op, in, out, ws, step) }
+			l := &Launch{Op: op, Opset: x.Model.Opset(op.Domain), In: in, Out: out, Workspace: ws, Step: x.step}
+			t.run = func() error { return x.Dev.Launch(l) }
 			rec.Stream = Compute
 			compute.submit(t)
 		}

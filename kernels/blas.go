@@ -16,49 +16,93 @@ package kernels
 // docs/blas.md has the measurements behind the choice and the build
 // instructions.
 //
-// Threading. Both libraries split a large product over several threads
-// themselves (gonum over GOMAXPROCS goroutines, OpenBLAS over its own
-// pthread pool, which blas_openblas.go sizes to Threads). Kernels
-// therefore call sgemm from one goroutine at a time for large products
-// and never from inside Parallel, so BLAS threads and Parallel's
-// goroutines do not oversubscribe the cores. Many small independent
-// products (batched MatMul, attention heads) are the exception:
-// sgemmBatch runs them concurrently, one per goroutine, when each is
-// below smallGemmFlops, the size under which both libraries stay on the
-// calling thread.
+// Threading. The kernels own all parallelism: sgemm itself runs on the
+// calling goroutine (OpenBLAS is held to one thread: blas_openblas.go),
+// and sgemmPar splits one product into column (or row) blocks over
+// Parallel, one single-threaded sgemm per block. So BLAS never starts
+// threads of its own next to Parallel's goroutines: no oversubscription,
+// and none of OpenBLAS's idle workers spinning (sched_yield) on the cores
+// while im2col or col2im run. Independent products (batched MatMul,
+// attention heads) go through sgemmBatch, which runs whole products
+// concurrently when there are enough of them.
+//
+// gonum's Sgemm parallelises large products over GOMAXPROCS goroutines
+// by itself; under sgemmPar each block is small enough that it mostly
+// does not, and when it does the Go scheduler multiplexes the
+// goroutines on the same GOMAXPROCS threads.
 
-// smallGemmFlops bounds m·n·k of a product that BLAS runs on the calling
-// thread: OpenBLAS goes single-threaded below 65536·4 (SMP_THRESHOLD_MIN
-// × GEMM_MULTITHREAD_THRESHOLD), gonum below 4 blocks of 64×64.
-const smallGemmFlops = 65536 * 4
+// parBlock is the granularity, in columns or rows, of sgemmPar's split:
+// a multiple of the SIMD micro-kernel widths of both libraries.
+const parBlock = 64
 
-// gemmIsSmall reports whether one m×n×k product stays on the calling
-// thread, so independent ones can run concurrently.
-func gemmIsSmall(m, n, k int) bool {
-	if blasName == "gonum" {
-		// gonum parallelises once the output has >= 4 blocks of 64×64.
-		return ((m+63)/64)*((n+63)/64) < 4
+// sgemmPar is sgemm with the product split over Threads goroutines:
+// along n (columns of op(B) and C) when n is at least m or gives every
+// thread a block, else along m (rows of op(A) and C); small products
+// are not split.
+func sgemmPar(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	t := Threads
+	flops := float64(m) * float64(n) * float64(k)
+	if t <= 1 || flops < 1<<18 || m == 0 || n == 0 {
+		sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
 	}
-	return float64(m)*float64(n)*float64(k) <= smallGemmFlops
+	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if n >= m || n >= t*parBlock {
+		// Split the columns.
+		chunks := min(t, (n+parBlock-1)/parBlock)
+		per := (n + chunks - 1) / chunks
+		per = (per + 15) &^ 15
+		chunks = (n + per - 1) / per
+		Parallel(chunks, func(lo, hi int) {
+			for ch := lo; ch < hi; ch++ {
+				j0 := ch * per
+				w := min(per, n-j0)
+				bo := j0 // column j0 of op(B)
+				if transB {
+					bo = j0 * ldb
+				}
+				sgemm(transA, transB, m, w, k, alpha, a, lda, b[bo:], ldb, beta, c[j0:], ldc)
+			}
+		})
+		return
+	}
+	// Split the rows.
+	chunks := min(t, (m+15)/16)
+	per := (m + chunks - 1) / chunks
+	per = (per + 15) &^ 15
+	chunks = (m + per - 1) / per
+	Parallel(chunks, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			i0 := ch * per
+			h := min(per, m-i0)
+			ao := i0 * lda // row i0 of op(A)
+			if transA {
+				ao = i0
+			}
+			sgemm(transA, transB, h, n, k, alpha, a[ao:], lda, b, ldb, beta, c[i0*ldc:], ldc)
+		}
+	})
 }
 
 // sgemmBatch computes count independent products: for each i in
-// [0, count), at(i) returns the operands of product i. Small products
-// run concurrently over Parallel; large ones one after another, each
-// threaded by the BLAS.
+// [0, count), at(i) returns the operands of product i. With at least
+// Threads products, whole products run concurrently; otherwise each is
+// split by sgemmPar.
 func sgemmBatch(count int, transA, transB bool, m, n, k int, alpha, beta float32,
 	at func(i int) (a []float32, lda int, b []float32, ldb int, c []float32, ldc int)) {
-	run := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			a, lda, b, ldb, c, ldc := at(i)
-			sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		}
-	}
-	if count > 1 && gemmIsSmall(m, n, k) {
-		Parallel(count, run)
+	if count >= Threads || float64(m)*float64(n)*float64(k) < 1<<18 {
+		Parallel(count, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				a, lda, b, ldb, c, ldc := at(i)
+				sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			}
+		})
 		return
 	}
-	run(0, count)
+	for i := 0; i < count; i++ {
+		a, lda, b, ldb, c, ldc := at(i)
+		sgemmPar(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
 }
 
 // checkGemm panics with a clear message when the slices are too short

@@ -8,26 +8,17 @@ package kernels
 */
 import "C"
 
-import "sync/atomic"
-
 // blasName names the BLAS compiled in (see blas.go).
 const blasName = "openblas"
 
-// blasThreads is the OpenBLAS pool size last set, so a change of
-// Threads (the runtime's core budget) reaches OpenBLAS too.
-var blasThreads atomic.Int64
-
-func syncBLASThreads() {
-	t := int64(max(Threads, 1))
-	if blasThreads.Load() != t {
-		blasThreads.Store(t)
-		C.openblas_set_num_threads(C.int(t))
-	}
+func init() {
+	// One thread: the kernels split products themselves (sgemmPar), so
+	// OpenBLAS's pool would only oversubscribe the cores.
+	C.openblas_set_num_threads(1)
 }
 
 // sgemm computes C = alpha·op(A)·op(B) + beta·C (row-major) with
-// OpenBLAS's cblas_sgemm. OpenBLAS threads large products over its own
-// pool, sized to Threads so it uses the same cores as Parallel.
+// OpenBLAS's cblas_sgemm, on the calling thread (see init).
 func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -37,7 +28,6 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	syncBLASThreads()
 	ta, tb := uint32(C.CblasNoTrans), uint32(C.CblasNoTrans)
 	if transA {
 		ta = C.CblasTrans

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// naiveGemm is the float64 reference of sgemm.
-func naiveGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) []float64 {
+// nnNaiveGemm is the float64 reference of sgemm.
+func nnNaiveGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) []float64 {
 	out := make([]float64, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
@@ -33,7 +33,7 @@ func naiveGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	return out
 }
 
-func randF32(r *rand.Rand, n int) []float32 {
+func nnRand(r *rand.Rand, n int) []float32 {
 	s := make([]float32, n)
 	for i := range s {
 		s[i] = float32(r.NormFloat64())
@@ -45,8 +45,11 @@ func TestSgemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for it := 0; it < 60; it++ {
 		m, n, k := 1+r.IntN(70), 1+r.IntN(70), r.IntN(90)
-		if it < 4 { // big enough for the BLAS to thread
-			m, n, k = 200+r.IntN(100), 300+r.IntN(50), 100+r.IntN(80)
+		switch {
+		case it < 8: // big enough for sgemmPar to split the columns
+			m, n, k = 100+r.IntN(100), 300+r.IntN(50), 100+r.IntN(80)
+		case it < 16: // ... or the rows
+			m, n, k = 300+r.IntN(100), 1+r.IntN(100), 200+r.IntN(80)
 		}
 		tA, tB := r.IntN(2) == 1, r.IntN(2) == 1
 		ar, ac := m, k
@@ -58,27 +61,47 @@ func TestSgemm(t *testing.T) {
 			br, bc = n, k
 		}
 		lda, ldb, ldc := max(ac, 1)+r.IntN(3), max(bc, 1)+r.IntN(3), n+r.IntN(3)
-		a := randF32(r, max(ar*lda, 1))
-		b := randF32(r, max(br*ldb, 1))
-		c := randF32(r, m*ldc)
+		a := nnRand(r, max(ar*lda, 1))
+		b := nnRand(r, max(br*ldb, 1))
+		c := nnRand(r, m*ldc)
 		alpha, beta := float32(r.NormFloat64()), float32(r.NormFloat64())
 		if it%7 == 0 {
 			beta = 0
 		}
-		want := naiveGemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		want := nnNaiveGemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		if it%2 == 0 {
+			sgemmPar(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		} else {
+			sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
 		got := make([]float32, 0, m*n)
 		for i := 0; i < m; i++ {
 			got = append(got, c[i*ldc:i*ldc+n]...)
 		}
-		checkClose(t, fmt.Sprintf("%s sgemm m%d n%d k%d tA=%v tB=%v", blasName, m, n, k, tA, tB), got, want, 1e-5)
+		nnClose(t, fmt.Sprintf("%s sgemm m%d n%d k%d tA=%v tB=%v", blasName, m, n, k, tA, tB), got, want, 1e-5)
 	}
 }
 
-// resnet18Gemms are the per-image im2col products of resnet18's 3×3
+// TestSgemmConcurrent runs single-threaded products from many goroutines
+// at once, as sgemmPar and sgemmBatch do (OpenBLAS must be safe for it).
+func TestSgemmConcurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const m, n, k, count = 37, 53, 61, 24
+	a, b := nnRand(r, count*m*k), nnRand(r, count*k*n)
+	c := make([]float32, count*m*n)
+	sgemmBatch(count, false, false, m, n, k, 1, 0, func(i int) ([]float32, int, []float32, int, []float32, int) {
+		return a[i*m*k:], k, b[i*k*n:], n, c[i*m*n:], n
+	})
+	for i := 0; i < count; i++ {
+		want := nnNaiveGemm(false, false, m, n, k, 1, a[i*m*k:], k, b[i*k*n:], n, 0, make([]float32, m*n), n)
+		nnClose(t, fmt.Sprintf("batch product %d", i), c[i*m*n:(i+1)*m*n], want, 1e-5)
+	}
+}
+
+// nnResnetGemms are the per-image im2col products of resnet18's 3×3
 // convolutions (M = output channels, K = input channels × 9, N = output
 // pixels), plus the 7×7 stem, the stride-2 1×1 shortcuts and a square.
-var resnet18Gemms = []struct {
+var nnResnetGemms = []struct {
 	name    string
 	m, n, k int
 }{
@@ -94,13 +117,13 @@ var resnet18Gemms = []struct {
 
 func BenchmarkSgemm(b *testing.B) {
 	Threads = runtime.GOMAXPROCS(0)
-	for _, s := range resnet18Gemms {
+	for _, s := range nnResnetGemms {
 		b.Run(s.name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(3, 4))
-			a, bb, c := randF32(r, s.m*s.k), randF32(r, s.k*s.n), make([]float32, s.m*s.n)
+			a, bb, c := nnRand(r, s.m*s.k), nnRand(r, s.k*s.n), make([]float32, s.m*s.n)
 			b.ResetTimer()
 			for b.Loop() {
-				sgemm(false, false, s.m, s.n, s.k, 1, a, s.k, bb, s.n, 0, c, s.n)
+				sgemmPar(false, false, s.m, s.n, s.k, 1, a, s.k, bb, s.n, 0, c, s.n)
 			}
 			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -63,31 +63,51 @@ func ewCastRun(c *Ctx) error {
 	case ir.Uint64:
 		ewCastFrom(viewAs[uint64](x), y)
 	case ir.Bool:
-		// Normalise to 0/1 first so any non-zero byte reads as true.
-		b := make([]uint8, len(x.Data))
-		for i, v := range x.Data {
-			b[i] = b2byte(v != 0)
-		}
-		ewCastFrom(b, y)
-	case ir.Float16, ir.BFloat16:
-		h := viewAs[uint16](x)
-		dec := halfToF32
-		if x.DType == ir.BFloat16 {
-			dec = bf16ToF32
-		}
-		f := make([]float32, len(h))
-		parRange(len(h), 2, func(lo, hi int) {
+		// Normalise to 0/1 so any non-zero byte reads as true.
+		ewCastChunks(x.Len(), y, func(lo, hi int, buf *[ewChunk]float32) {
 			for i := lo; i < hi; i++ {
-				f[i] = dec(h[i])
+				buf[i-lo] = float32(b2byte(x.Data[i] != 0))
 			}
 		})
+	case ir.Float16, ir.BFloat16:
+		h := viewAs[uint16](x)
+		dec := func(lo, hi int, dst []float32) {
+			if x.DType == ir.BFloat16 {
+				for i := lo; i < hi; i++ {
+					dst[i-lo] = bf16ToF32(h[i])
+				}
+				return
+			}
+			for i := lo; i < hi; i++ {
+				dst[i-lo] = halfToF32(h[i])
+			}
+		}
 		if y.DType == ir.Float {
-			copy(viewAs[float32](y), f)
+			f := viewAs[float32](y)
+			parRange(len(h), 2, func(lo, hi int) { dec(lo, hi, f[lo:hi]) })
 			return nil
 		}
-		ewCastFrom(f, y)
+		ewCastChunks(len(h), y, func(lo, hi int, buf *[ewChunk]float32) { dec(lo, hi, buf[:]) })
 	}
 	return nil
+}
+
+// ewChunk is the element count of ewCastChunks' staging buffer.
+const ewChunk = 1024
+
+// ewCastChunks converts n elements into y through a float32 staging
+// buffer on the stack (exact for bool and the 16-bit floats): fill
+// writes elements [lo, hi) into it. No scratch outside the memory model.
+func ewCastChunks(n int, y *Tensor, fill func(lo, hi int, buf *[ewChunk]float32)) {
+	es := esize(y.DType)
+	parRange((n+ewChunk-1)/ewChunk, ewChunk, func(c0, c1 int) {
+		var buf [ewChunk]float32
+		for ch := c0; ch < c1; ch++ {
+			lo, hi := ch*ewChunk, min((ch+1)*ewChunk, n)
+			fill(lo, hi, &buf)
+			ewCastFrom(buf[:hi-lo], &Tensor{DType: y.DType, Data: y.Data[lo*es : hi*es]})
+		}
+	})
 }
 
 func ewCastable(dt ir.DType) bool {
@@ -129,15 +149,18 @@ func ewCastFrom[S elemNum](src []S, y *Tensor) {
 				d[i] = b2byte(src[i] != 0)
 			}
 		})
-	case ir.Float16, ir.BFloat16:
-		enc := f32ToHalf
-		if y.DType == ir.BFloat16 {
-			enc = f32ToBF16
-		}
+	case ir.Float16:
 		d := viewAs[uint16](y)
 		parRange(len(src), 2, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				d[i] = enc(float32(src[i]))
+				d[i] = f32ToHalf(float32(src[i]))
+			}
+		})
+	case ir.BFloat16:
+		d := viewAs[uint16](y)
+		parRange(len(src), 2, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				d[i] = f32ToBF16(float32(src[i]))
 			}
 		})
 	}

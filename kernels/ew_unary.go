@@ -206,8 +206,9 @@ func ewUnaryFloat[T elemFloat](c *Ctx, name string, mk ewUnaryMath, y, x []T) er
 	switch name {
 	case "Relu":
 		parRange(len(x), 1, func(lo, hi int) {
+			ys := y[lo:hi]
 			for i, v := range x[lo:hi] {
-				y[lo+i] = max(v, 0)
+				ys[i] = max(v, 0) // branch-free; NaN stays NaN, -0 becomes +0
 			}
 		})
 		return nil

@@ -65,6 +65,9 @@ type Ctx struct {
 	// Step counts executions of the graph, so random ops (Dropout) draw
 	// fresh masks each training step yet stay reproducible.
 	Step int64
+	// Opset is the operator-set version of the op's domain in its model
+	// (a few ops, e.g. Softmax before 13, change meaning with it).
+	Opset int64
 }
 
 // Errorf makes an error naming the op.
@@ -181,6 +184,11 @@ func FromIR(t *ir.Tensor) *Tensor { return &Tensor{DType: t.DType, Shape: t.Shap
 // inferred for the op, workspace is allocated as the kernel asks. It is
 // the executor-free path used by kernel tests.
 func Eval(op *ir.Op, in []*Tensor, step int64) ([]*Tensor, error) {
+	return EvalOpset(op, ir.MaxOpset, in, step)
+}
+
+// EvalOpset is Eval for an op of a model importing the given opset.
+func EvalOpset(op *ir.Op, opset int64, in []*Tensor, step int64) ([]*Tensor, error) {
 	if err := Supported(op); err != nil {
 		return nil, err
 	}
@@ -200,7 +208,7 @@ func Eval(op *ir.Op, in []*Tensor, step int64) ([]*Tensor, error) {
 	if k.Workspace != nil {
 		ws = make([]byte, k.Workspace(op))
 	}
-	c := &Ctx{Op: op, In: in, Out: out, Workspace: ws, Step: step}
+	c := &Ctx{Op: op, In: in, Out: out, Workspace: ws, Step: step, Opset: opset}
 	if err := k.Run(c); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 // (one input channel per group, group > 1) is computed by direct loops.
 
 func init() {
-	Register("", "Conv", Kernel{Run: runConv, Workspace: convWorkspace, DTypes: []ir.DType{ir.Float}})
+	nnReg("Conv", 2, 1, Kernel{Run: runConv, Workspace: convWorkspace})
 }
 
 // convPlan is everything Conv's Run and Workspace derive from the op.
@@ -98,7 +98,7 @@ func runConv(c *Ctx) error {
 				b = col
 			}
 			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
-			sgemm(false, false, p.mg, outVol, kg, 1, w[gi*p.mg*kg:], kg, b, outVol, 0, yg, outVol)
+			sgemmPar(false, false, p.mg, outVol, kg, 1, w[gi*p.mg*kg:], kg, b, outVol, 0, yg, outVol)
 		}
 	}
 	if bias != nil {

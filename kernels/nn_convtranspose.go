@@ -13,7 +13,7 @@ import (
 // land only in that channel).
 
 func init() {
-	Register("", "ConvTranspose", Kernel{Run: runConvTranspose, Workspace: convTransposeWorkspace, DTypes: []ir.DType{ir.Float}})
+	nnReg("ConvTranspose", 2, 1, Kernel{Run: runConvTranspose, Workspace: convTransposeWorkspace})
 }
 
 type convTPlan struct {
@@ -26,8 +26,10 @@ type convTPlan struct {
 // convTransposePads resolves ConvTranspose's begin/end padding. With
 // output_shape or auto_pad SAME_*, the total padding is
 // s·(in-1) + output_padding + ek - out (out: output_shape, or in·s for
-// SAME_*), split as ONNX Runtime does: SAME_UPPER puts the odd element at
-// the beginning, NOTSET and SAME_LOWER at the end.
+// SAME_*), split as the ONNX spec says and ONNX Runtime 1.30 does:
+// SAME_UPPER puts the odd element at the end, SAME_LOWER and NOTSET (with
+// output_shape) at the beginning. Explicit pads are then ignored, as in
+// ONNX Runtime.
 func convTransposePads(op *ir.Op, in, out, kernel, st, dil []int64) ([]int64, error) {
 	n := len(in)
 	opad := op.AttrInts("output_padding", nil)
@@ -56,9 +58,9 @@ func convTransposePads(op *ir.Op, in, out, kernel, st, dil []int64) ([]int64, er
 		ek := (kernel[i]-1)*dil[i] + 1
 		total := max(0, st[i]*(in[i]-1)+opad[i]+ek-out[i])
 		if ap == "SAME_UPPER" {
-			pads[i], pads[i+n] = total-total/2, total/2
-		} else {
 			pads[i], pads[i+n] = total/2, total-total/2
+		} else {
+			pads[i], pads[i+n] = total-total/2, total/2
 		}
 	}
 	return pads, nil
@@ -136,11 +138,11 @@ func runConvTranspose(c *Ctx) error {
 			wg := w[gi*p.cg*rows:][:p.cg*rows]
 			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
 			if p.direct {
-				sgemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, yg, outVol)
+				sgemmPar(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, yg, outVol)
 				continue
 			}
 			if inVol > 0 {
-				sgemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, col, inVol)
+				sgemmPar(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, col, inVol)
 			}
 			col2im(g, col, p.mg, yg)
 		}

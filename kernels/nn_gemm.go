@@ -9,9 +9,8 @@ import (
 // Gemm and MatMul, through sgemm (blas.go).
 
 func init() {
-	f32 := []ir.DType{ir.Float}
-	Register("", "Gemm", Kernel{Run: runGemm, DTypes: f32})
-	Register("", "MatMul", Kernel{Run: runMatMul, DTypes: f32})
+	nnReg("Gemm", 2, 1, Kernel{Run: runGemm})
+	nnReg("MatMul", 2, 1, Kernel{Run: runMatMul})
 }
 
 // runGemm: Y = alpha·op(A)·op(B) + beta·C, C broadcast (numpy-style,
@@ -43,7 +42,7 @@ func runGemm(c *Ctx) error {
 		}
 		cb = beta
 	}
-	sgemm(tA, tB, m, n, k, alpha, c.In[0].F32(), int(as[1]), c.In[1].F32(), int(bs[1]), cb, y, n)
+	sgemmPar(tA, tB, m, n, k, alpha, c.In[0].F32(), int(as[1]), c.In[1].F32(), int(bs[1]), cb, y, n)
 	return nil
 }
 
@@ -126,7 +125,7 @@ func runMatMul(c *Ctx) error {
 		return nil
 	}
 	if p.foldM {
-		sgemm(false, false, p.batch*p.m, p.n, p.k, 1, a, p.k, b, p.n, 0, y, p.n)
+		sgemmPar(false, false, p.batch*p.m, p.n, p.k, 1, a, p.k, b, p.n, 0, y, p.n)
 		return nil
 	}
 	sgemmBatch(p.batch, false, false, p.m, p.n, p.k, 1, 0, func(i int) ([]float32, int, []float32, int, []float32, int) {

@@ -11,9 +11,8 @@ import (
 // in float64.
 
 func init() {
-	f32 := []ir.DType{ir.Float}
-	Register("", "BatchNormalization", Kernel{Run: runBatchNorm, DTypes: f32})
-	Register("", "LayerNormalization", Kernel{Run: runLayerNorm, Workspace: layerNormWorkspace, DTypes: f32})
+	nnReg("BatchNormalization", 5, 1, Kernel{Run: runBatchNorm})
+	nnReg("LayerNormalization", 2, 1, Kernel{Run: runLayerNorm, Workspace: layerNormWorkspace})
 }
 
 // batchNormTraining reports whether op normalises with batch statistics:
@@ -43,7 +42,9 @@ func batchNormTraining(op *ir.Op) bool {
 //
 // with batch_var the biased (population) variance; PyTorch would use the
 // unbiased one here. Opset 9-13's outputs 3 and 4 (saved_mean,
-// saved_var) are the batch mean and biased batch variance.
+// saved_var) are the batch mean and, as ONNX Runtime writes it (cuDNN's
+// convention; the ONNX text only says "saved variance"), the inverse
+// standard deviation 1/sqrt(batch_var + epsilon).
 func runBatchNorm(c *Ctx) error {
 	xs := c.In[0].Shape
 	if len(xs) < 2 {
@@ -95,7 +96,7 @@ func runBatchNorm(c *Ctx) error {
 					o[ci] = float32(bm)
 				}
 				if o := out(4); o != nil {
-					o[ci] = float32(bv)
+					o[ci] = float32(1 / math.Sqrt(bv+eps))
 				}
 				m, v = bm, bv
 			}

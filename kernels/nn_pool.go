@@ -12,11 +12,10 @@ import (
 // planes; no scratch.
 
 func init() {
-	f32 := []ir.DType{ir.Float}
-	Register("", "MaxPool", Kernel{Run: runMaxPool, DTypes: f32})
-	Register("", "AveragePool", Kernel{Run: runAveragePool, DTypes: f32})
-	Register("", "GlobalAveragePool", Kernel{Run: runGlobalAveragePool, DTypes: f32})
-	Register("", "GlobalMaxPool", Kernel{Run: runGlobalMaxPool, DTypes: f32})
+	nnReg("MaxPool", 1, 1, Kernel{Run: runMaxPool})
+	nnReg("AveragePool", 1, 1, Kernel{Run: runAveragePool})
+	nnReg("GlobalAveragePool", 1, 1, Kernel{Run: runGlobalAveragePool})
+	nnReg("GlobalMaxPool", 1, 1, Kernel{Run: runGlobalMaxPool})
 }
 
 func poolGeom(op *ir.Op) (nnGeom, int, error) {
@@ -41,11 +40,29 @@ func (g *nnGeom) taps(i, o int) (lo, hi, start int) {
 	return lo, hi, start
 }
 
+// poolTaps tabulates taps for every output coordinate of each dimension,
+// so the pooling loops do no division.
+type poolTaps [nnMaxSpatial][]struct{ lo, hi, start int }
+
+func (g *nnGeom) tapTable() *poolTaps {
+	var t poolTaps
+	for i := 0; i < nnMaxSpatial; i++ {
+		t[i] = make([]struct{ lo, hi, start int }, g.out[i])
+		for o := range t[i] {
+			e := &t[i][o]
+			e.lo, e.hi, e.start = g.taps(i, o)
+		}
+	}
+	return &t
+}
+
 // MaxPool's Indices (ONNX, storage_order 0): the flat index of the
 // maximum in the whole input tensor, ((n·C + c)·D + d)·H·W + h·W + w.
 // storage_order 1 counts the spatial position column-major instead
-// (plane offset + h + w·H in 2-D; i0 + i1·S0 + i2·S0·S1 in 3-D). Among equal maxima the first in
-// scan order wins, and padding never does (as in ONNX Runtime).
+// (plane offset + h + w·H in 2-D; i0 + i1·S0 + i2·S0·S1 in 3-D). Among
+// equal maxima the first in scan order wins, as in ONNX Runtime, and
+// padding never does. A NaN in the window makes the result NaN (as in
+// PyTorch; ONNX Runtime skips NaNs).
 func runMaxPool(c *Ctx) error {
 	g, planes, err := poolGeom(c.Op)
 	if err != nil {
@@ -60,6 +77,7 @@ func runMaxPool(c *Ctx) error {
 	inVol, outVol := g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	tt := g.tapTable()
 	Parallel(planes, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*inVol : (pl+1)*inVol]
@@ -67,28 +85,46 @@ func runMaxPool(c *Ctx) error {
 			base := int64(pl) * int64(inVol)
 			o := 0
 			for od := 0; od < OD; od++ {
-				dlo, dhi, d0 := g.taps(0, od)
+				dlo, dhi, d0 := tt[0][od].lo, tt[0][od].hi, tt[0][od].start
 				for oh := 0; oh < OH; oh++ {
-					hlo, hhi, h0 := g.taps(1, oh)
+					hlo, hhi, h0 := tt[1][oh].lo, tt[1][oh].hi, tt[1][oh].start
 					for ow := 0; ow < OW; ow++ {
-						wlo, whi, w0 := g.taps(2, ow)
-						best, at := float32(math.Inf(-1)), -1
-						first := true
+						wlo, whi, w0 := tt[2][ow].lo, tt[2][ow].hi, tt[2][ow].start
+						// Pass 1: the maximum (branch-free max; NaN propagates).
+						best := float32(math.Inf(-1))
 						for kd := dlo; kd < dhi; kd++ {
 							id := d0 + kd*g.d[0]
 							for kh := hlo; kh < hhi; kh++ {
-								ih := h0 + kh*g.d[1]
-								row := xp[(id*IH+ih)*IW:][:IW]
-								for kw := wlo; kw < whi; kw++ {
-									iw := w0 + kw*g.d[2]
-									if v := row[iw]; v > best || first {
-										best, at, first = v, (id*IH+ih)*IW+iw, false
+								rowOff := (id*IH + h0 + kh*g.d[1]) * IW
+								if g.d[2] == 1 {
+									for _, v := range xp[rowOff+w0+wlo : rowOff+w0+whi] {
+										best = max(best, v)
 									}
+									continue
+								}
+								for kw := wlo; kw < whi; kw++ {
+									best = max(best, xp[rowOff+w0+kw*g.d[2]])
 								}
 							}
 						}
 						yp[o] = best
 						if idx != nil {
+							// Pass 2: where it first occurs (-1 for an empty window).
+							at := -1
+						search:
+							for kd := dlo; kd < dhi; kd++ {
+								id := d0 + kd*g.d[0]
+								for kh := hlo; kh < hhi; kh++ {
+									rowOff := (id*IH + h0 + kh*g.d[1]) * IW
+									for kw := wlo; kw < whi; kw++ {
+										j := rowOff + w0 + kw*g.d[2]
+										if v := xp[j]; v == best || v != v && best != best {
+											at = j
+											break search
+										}
+									}
+								}
+							}
 							if at < 0 {
 								idx[pl*outVol+o] = -1
 							} else {
@@ -133,17 +169,18 @@ func runAveragePool(c *Ctx) error {
 			padCnt[i][o] = hi - lo
 		}
 	}
+	tt := g.tapTable()
 	Parallel(planes, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*inVol : (pl+1)*inVol]
 			yp := y[pl*outVol : (pl+1)*outVol]
 			o := 0
 			for od := 0; od < OD; od++ {
-				dlo, dhi, d0 := g.taps(0, od)
+				dlo, dhi, d0 := tt[0][od].lo, tt[0][od].hi, tt[0][od].start
 				for oh := 0; oh < OH; oh++ {
-					hlo, hhi, h0 := g.taps(1, oh)
+					hlo, hhi, h0 := tt[1][oh].lo, tt[1][oh].hi, tt[1][oh].start
 					for ow := 0; ow < OW; ow++ {
-						wlo, whi, w0 := g.taps(2, ow)
+						wlo, whi, w0 := tt[2][ow].lo, tt[2][ow].hi, tt[2][ow].start
 						var sum float32
 						for kd := dlo; kd < dhi; kd++ {
 							id := d0 + kd*g.d[0]

@@ -19,9 +19,8 @@ import (
 // softmaxDims implements both for when the opset becomes known.
 
 func init() {
-	f32 := []ir.DType{ir.Float}
-	Register("", "Softmax", Kernel{Run: func(c *Ctx) error { return runSoftmax(c, false) }, DTypes: f32})
-	Register("", "LogSoftmax", Kernel{Run: func(c *Ctx) error { return runSoftmax(c, true) }, DTypes: f32})
+	nnReg("Softmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, false) }})
+	nnReg("LogSoftmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, true) }})
 }
 
 // softmaxDims views shape as (outer, n, inner) with the normalised

@@ -15,12 +15,12 @@ import (
 	"github.com/tsplit/tsplit/onnxpb"
 )
 
-// checkClose compares got with the float64 reference want: each element
+// nnClose compares got with the float64 reference want: each element
 // within tol relative to max(|want[i]|, rms(want), 1e-3). Relative to the
 // tensor's RMS, not only the element, because float32 accumulation of a
 // long sum errs in proportion to the sum's terms, not to its (possibly
 // cancelling) value.
-func checkClose(t testing.TB, what string, got []float32, want []float64, tol float64) {
+func nnClose(t testing.TB, what string, got []float32, want []float64, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
@@ -53,25 +53,25 @@ func checkClose(t testing.TB, what string, got []float32, want []float64, tol fl
 
 // ---- building and running one op ----
 
-// opIn is a test input: nil Shape with nil Data marks an absent optional
+// nnIn is a test input: nil Shape with nil Data marks an absent optional
 // input.
-type opIn struct {
+type nnIn struct {
 	shape []int64
 	data  []float32
 	i64   []int64 // int64 input when set
 }
 
-func fin(r *rand.Rand, dims ...int64) opIn {
+func nnF(r *rand.Rand, dims ...int64) nnIn {
 	n := 1
 	for _, d := range dims {
 		n *= int(d)
 	}
-	return opIn{shape: dims, data: randF32(r, n)}
+	return nnIn{shape: dims, data: nnRand(r, n)}
 }
 
-// mkOp builds a one-op graph at opset 17 (or opset) and infers it.
+// nnOp builds a one-op graph at opset 17 (or opset) and infers it.
 // outs lists the outputs: "" marks an absent one.
-func mkOp(t testing.TB, opset int64, typ string, ins []opIn, outs []string, attrs ...ir.Attr) *ir.Op {
+func nnOp(t testing.TB, opset int64, typ string, ins []nnIn, outs []string, attrs ...ir.Attr) *ir.Op {
 	t.Helper()
 	g := ir.NewGraph("t")
 	vals := make([]*ir.Value, len(ins))
@@ -99,8 +99,8 @@ func mkOp(t testing.TB, opset int64, typ string, ins []opIn, outs []string, attr
 	return op
 }
 
-// runOp runs op's kernel on ins through Eval.
-func runOp(t testing.TB, op *ir.Op, ins []opIn) []*Tensor {
+// nnRun runs op's kernel on ins through Eval.
+func nnRun(t testing.TB, op *ir.Op, ins []nnIn) []*Tensor {
 	t.Helper()
 	ts := make([]*Tensor, len(ins))
 	for i, in := range ins {
@@ -125,15 +125,17 @@ func runOp(t testing.TB, op *ir.Op, ins []opIn) []*Tensor {
 	return out
 }
 
-func ia(name string, v ...int64) ir.Attr { return ir.Attr{Name: name, Type: ir.AttrInts, Ints: v} }
-func ii(name string, v int64) ir.Attr    { return ir.Attr{Name: name, Type: ir.AttrInt, Int: v} }
-func fa(name string, v float32) ir.Attr  { return ir.Attr{Name: name, Type: ir.AttrFloat, Float: v} }
-func sa(name, v string) ir.Attr          { return ir.Attr{Name: name, Type: ir.AttrString, String: v} }
+func nnAInts(name string, v ...int64) ir.Attr { return ir.Attr{Name: name, Type: ir.AttrInts, Ints: v} }
+func nnAInt(name string, v int64) ir.Attr     { return ir.Attr{Name: name, Type: ir.AttrInt, Int: v} }
+func nnAFloat(name string, v float32) ir.Attr {
+	return ir.Attr{Name: name, Type: ir.AttrFloat, Float: v}
+}
+func nnAStr(name, v string) ir.Attr { return ir.Attr{Name: name, Type: ir.AttrString, String: v} }
 
 // ---- index helpers for the float64 references ----
 
-// forEach calls fn with every coordinate of shape in row-major order.
-func forEach(shape []int, fn func(c []int)) {
+// nnEach calls fn with every coordinate of shape in row-major order.
+func nnEach(shape []int, fn func(c []int)) {
 	n := 1
 	for _, d := range shape {
 		n *= d
@@ -151,8 +153,8 @@ func forEach(shape []int, fn func(c []int)) {
 	}
 }
 
-// flat is the row-major index of coordinate c in shape.
-func flat(shape, c []int) int {
+// nnFlat is the row-major index of coordinate c in shape.
+func nnFlat(shape, c []int) int {
 	i := 0
 	for d := range shape {
 		i = i*shape[d] + c[d]
@@ -160,7 +162,7 @@ func flat(shape, c []int) int {
 	return i
 }
 
-func ints(s []int64) []int {
+func nnToInt(s []int64) []int {
 	o := make([]int, len(s))
 	for i, v := range s {
 		o[i] = int(v)
@@ -168,7 +170,7 @@ func ints(s []int64) []int {
 	return o
 }
 
-func f64s(s []float32) []float64 {
+func nnF64(s []float32) []float64 {
 	o := make([]float64, len(s))
 	for i, v := range s {
 		o[i] = float64(v)
@@ -178,52 +180,81 @@ func f64s(s []float32) []float64 {
 
 // ---- ONNX Runtime ----
 
-// ortIO is a tensor of a one-node ONNX test model.
-type ortIO struct {
+// nnIO is a tensor of an ONNX Runtime test model.
+type nnIO struct {
 	name  string
 	shape []int64
 	data  []float32
 	i64   bool // output: int64 (Indices)
 }
 
-// ortCheck builds a one-node model at the given opset with the inputs as
-// graph inputs, runs it through ONNX Runtime, imports it with
-// compiler.Import, runs the kernel through Eval and compares every
-// output (float32 within tol, int64 exactly). An input with an empty name
-// is absent; so is an output.
-func ortCheck(t *testing.T, opset int64, node *onnxpb.NodeProto, ins []ortIO, outs []ortIO, tol float64) {
+// nnORTCase is one node of an ONNX Runtime check: its inputs (an empty
+// name marks an absent one) and outputs (likewise), compared within tol
+// (int64 outputs exactly).
+type nnORTCase struct {
+	node *onnxpb.NodeProto
+	ins  []nnIO
+	outs []nnIO
+	tol  float64
+}
+
+// nnORT checks one node against ONNX Runtime; see nnORTBatch.
+func nnORT(t *testing.T, opset int64, node *onnxpb.NodeProto, ins []nnIO, outs []nnIO, tol float64) {
 	t.Helper()
+	nnORTBatch(t, opset, []nnORTCase{{node, ins, outs, tol}})
+}
+
+// nnORTBatch puts every case's node into one model at the given opset,
+// all inputs graph inputs (names made unique per case), runs it once
+// through ONNX Runtime, imports it with compiler.Import, runs each op's
+// kernel through Eval and compares every output with ONNX Runtime's.
+func nnORTBatch(t *testing.T, opset int64, cases []nnORTCase) {
+	t.Helper()
+	var nodes []*onnxpb.NodeProto
 	var inVI, outVI []*onnxpb.ValueInfoProto
 	feeds := map[string]*oracle.Tensor{}
-	for _, in := range ins {
-		if in.name == "" {
-			node.Input = append(node.Input, "")
-			continue
+	uniq := func(ci int, name string) string {
+		if name == "" {
+			return ""
 		}
-		node.Input = append(node.Input, in.name)
-		dims := make([]onnxtest.Dim, len(in.shape))
-		for i, d := range in.shape {
-			dims[i] = d
-		}
-		inVI = append(inVI, onnxtest.Input(in.name, onnxtest.Float, dims...))
-		feeds[in.name] = oracle.FromFloat32(in.shape, in.data)
+		return fmt.Sprintf("c%d_%s", ci, name)
 	}
-	for _, o := range outs {
-		node.Output = append(node.Output, o.name)
-		if o.name == "" {
-			continue
+	for ci, tc := range cases {
+		node := tc.node
+		node.Name = proto.String(fmt.Sprintf("n%d", ci))
+		node.Input, node.Output = nil, nil
+		for _, in := range tc.ins {
+			name := uniq(ci, in.name)
+			node.Input = append(node.Input, name)
+			if name == "" {
+				continue
+			}
+			dims := make([]onnxtest.Dim, len(in.shape))
+			for i, d := range in.shape {
+				dims[i] = d
+			}
+			inVI = append(inVI, onnxtest.Input(name, onnxtest.Float, dims...))
+			feeds[name] = oracle.FromFloat32(in.shape, in.data)
 		}
-		dt := onnxtest.Float
-		if o.i64 {
-			dt = onnxtest.Int64
+		for _, o := range tc.outs {
+			name := uniq(ci, o.name)
+			node.Output = append(node.Output, name)
+			if name == "" {
+				continue
+			}
+			dt := onnxtest.Float
+			if o.i64 {
+				dt = onnxtest.Int64
+			}
+			outVI = append(outVI, &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{
+				Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(dt)}}}})
 		}
-		outVI = append(outVI, &onnxpb.ValueInfoProto{Name: proto.String(o.name), Type: &onnxpb.TypeProto{
-			Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(dt)}}}})
+		for len(node.Output) > 0 && node.Output[len(node.Output)-1] == "" {
+			node.Output = node.Output[:len(node.Output)-1]
+		}
+		nodes = append(nodes, node)
 	}
-	for len(node.Output) > 0 && node.Output[len(node.Output)-1] == "" {
-		node.Output = node.Output[:len(node.Output)-1]
-	}
-	m := onnxtest.Graph([]*onnxpb.NodeProto{node}, inVI, outVI)
+	m := onnxtest.Graph(nodes, inVI, outVI)
 	m.OpsetImport[0].Version = proto.Int64(opset)
 	path := onnxtest.Write(t, t.TempDir(), "m.onnx", m)
 	want := oracle.ORTRun(t, path, feeds, true)
@@ -232,45 +263,61 @@ func ortCheck(t *testing.T, opset int64, node *onnxpb.NodeProto, ins []ortIO, ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := model.Graph.Order()
-	if len(order) != 1 {
-		t.Fatalf("imported %d ops, want 1", len(order))
+	ops := map[string]*ir.Op{}
+	for _, op := range model.Graph.Order() {
+		ops[op.Name] = op
 	}
-	op := order[0]
-	var kin []opIn
-	for _, in := range ins {
-		kin = append(kin, opIn{shape: in.shape, data: in.data})
-	}
-	got := runOp(t, op, kin)
-	for i, o := range outs {
-		if o.name == "" {
-			continue
+	for ci, tc := range cases {
+		op := ops[fmt.Sprintf("n%d", ci)]
+		if op == nil {
+			t.Fatalf("case %d: op n%d not imported", ci, ci)
 		}
-		w, ok := want[o.name]
-		if !ok {
-			t.Fatalf("ONNX Runtime gave no output %q", o.name)
+		var kin []nnIn
+		for _, in := range tc.ins {
+			kin = append(kin, nnIn{shape: in.shape, data: in.data})
 		}
-		g := got[i]
-		if !ir.Shape(w.Dims).Equal(g.Shape) {
-			t.Fatalf("%s output %s: shape %v, ONNX Runtime %v", node.GetOpType(), o.name, g.Shape, w.Dims)
-		}
-		if o.i64 {
-			wi, gi := w.Int64s(), g.I64()
-			for j := range wi {
-				if wi[j] != gi[j] {
-					t.Fatalf("%s output %s: element %d is %d, ONNX Runtime %d (got %v, want %v)", node.GetOpType(), o.name, j, gi[j], wi[j], gi, wi)
-				}
+		got := nnRun(t, op, kin)
+		desc := fmt.Sprintf("%s (case %d) vs ONNX Runtime", tc.node.GetOpType(), ci)
+		for i, o := range tc.outs {
+			if o.name == "" {
+				continue
 			}
-			continue
+			w, ok := want[uniq(ci, o.name)]
+			if !ok {
+				t.Fatalf("%s: ONNX Runtime gave no output %q", desc, o.name)
+			}
+			g := got[i]
+			if !ir.Shape(w.Dims).Equal(g.Shape) {
+				t.Fatalf("%s, output %s: shape %v, ONNX Runtime %v", desc, o.name, g.Shape, w.Dims)
+			}
+			if o.i64 {
+				wi, gi := w.Int64s(), g.I64()
+				for j := range wi {
+					if wi[j] != gi[j] {
+						t.Fatalf("%s, output %s: element %d is %d, ONNX Runtime %d (got %v, want %v)", desc, o.name, j, gi[j], wi[j], gi, wi)
+					}
+				}
+				continue
+			}
+			nnClose(t, desc+", output "+o.name, g.F32(), nnF64(w.Float32s()), tc.tol)
 		}
-		checkClose(t, node.GetOpType()+" vs ONNX Runtime, output "+o.name, g.F32(), f64s(w.Float32s()), tol)
 	}
 }
 
-func ortIn(r *rand.Rand, name string, dims ...int64) ortIO {
+func nnORTIn(r *rand.Rand, name string, dims ...int64) nnIO {
 	n := 1
 	for _, d := range dims {
 		n *= int(d)
 	}
-	return ortIO{name: name, shape: dims, data: randF32(r, n)}
+	return nnIO{name: name, shape: dims, data: nnRand(r, n)}
+}
+
+// nnPAStr makes a string attribute of an ONNX node.
+func nnPAStr(name, v string) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
+}
+
+// nnPAFloat makes a float attribute of an ONNX node.
+func nnPAFloat(name string, v float32) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(v)}
 }

@@ -179,3 +179,61 @@ func nnVol(s ir.Shape) int {
 	}
 	return n
 }
+
+// nnReg registers a float32 kernel wrapped in nnGuard.
+func nnReg(typ string, nIn, nOut int, k Kernel) {
+	k.Run = nnGuard(nIn, nOut, k.Run)
+	if k.DTypes == nil {
+		k.DTypes = []ir.DType{ir.Float}
+	}
+	Register("", typ, k)
+}
+
+// nnGuard wraps a Run: inputs 0..nIn-1 and outputs 0..nOut-1 must be
+// present, and every present tensor must have the dtype and shape the op
+// declares and the bytes they need. The nn kernels plan from the op's
+// values, so this keeps any mismatch the executor might pass from
+// indexing out of range.
+func nnGuard(nIn, nOut int, run func(c *Ctx) error) func(c *Ctx) error {
+	return func(c *Ctx) error {
+		check := func(what string, i int, t *Tensor, v *ir.Value) error {
+			if t == nil || v == nil {
+				if (t == nil) != (v == nil) {
+					return c.Errorf("%s %d is present in one of op and call only", what, i)
+				}
+				return nil
+			}
+			if t.DType != v.DType || !t.Shape.Equal(v.Shape) {
+				return c.Errorf("%s %d is %v%v, the op declares %v%v", what, i, t.DType, t.Shape, v.DType, v.Shape)
+			}
+			n, err := t.Shape.Bytes(t.DType)
+			if err != nil {
+				return c.Errorf("%s %d: %v", what, i, err)
+			}
+			if int64(len(t.Data)) != n {
+				return c.Errorf("%s %d (%v%v) has %d bytes, want %d", what, i, t.DType, t.Shape, len(t.Data), n)
+			}
+			return nil
+		}
+		if len(c.In) < nIn || len(c.Out) < nOut {
+			return c.Errorf("has %d inputs and %d outputs, needs %d and %d", len(c.In), len(c.Out), nIn, nOut)
+		}
+		for i, t := range c.In {
+			if i < nIn && t == nil {
+				return c.Errorf("input %d is missing", i)
+			}
+			if err := check("input", i, t, c.Op.Input(i)); err != nil {
+				return err
+			}
+		}
+		for i, t := range c.Out {
+			if i < nOut && t == nil {
+				return c.Errorf("output %d is missing", i)
+			}
+			if err := check("output", i, t, c.Op.Output(i)); err != nil {
+				return err
+			}
+		}
+		return run(c)
+	}
+}

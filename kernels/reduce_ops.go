@@ -320,7 +320,7 @@ func redCore[T elemNum, A float64 | int64](op int, p *redPlan, x, y []T) {
 			for o := u0; o < u1; o++ {
 				base := p.base(o)
 				if op == redLogSumExp {
-					y[o] = T(redLSE(p, x, base, 1)[0])
+					redLSE(p, x, base, 1, func(_ int, v float64) { y[o] = T(v) })
 					continue
 				}
 				var acc A
@@ -334,22 +334,8 @@ func redCore[T elemNum, A float64 | int64](op int, p *redPlan, x, y []T) {
 				p.eachRed(func(off int) {
 					seg := x[base+off : base+off+p.run]
 					switch op {
-					case redSum, redMean, redLogSum:
-						for _, v := range seg {
-							acc += A(v)
-						}
-					case redL1:
-						for _, v := range seg {
-							if v < 0 {
-								acc -= A(v)
-							} else {
-								acc += A(v)
-							}
-						}
-					case redL2, redSumSq:
-						for _, v := range seg {
-							acc += A(v) * A(v)
-						}
+					case redSum, redMean, redLogSum, redL1, redL2, redSumSq:
+						acc += redRunSum[T, A](op, seg)
 					case redProd:
 						for _, v := range seg {
 							acc *= A(v)
@@ -385,9 +371,7 @@ func redCore[T elemNum, A float64 | int64](op int, p *redPlan, x, y []T) {
 			base := p.base(o) + j0
 			ys := y[o*p.vec+j0 : o*p.vec+j0+n]
 			if op == redLogSumExp {
-				for j, v := range redLSE(p, x, base, n) {
-					ys[j] = T(v)
-				}
+				redLSE(p, x, base, n, func(j int, v float64) { ys[j] = T(v) })
 				continue
 			}
 			a, mm := acc[:n], m[:n]
@@ -445,39 +429,92 @@ func redCore[T elemNum, A float64 | int64](op int, p *redPlan, x, y []T) {
 	})
 }
 
-// redLSE is log(sum(exp(x))) for n consecutive outputs starting at input
-// offset base (n=1 with runs for a scalar unit), computed stably as
-// max + log(sum(exp(x - max))) in float64.
-func redLSE[T elemNum](p *redPlan, x []T, base, n int) []float64 {
+// redRunSum is the sum (of values, absolute values or squares, by op)
+// of a contiguous run, with four partial sums so consecutive additions
+// do not wait on each other.
+func redRunSum[T elemNum, A float64 | int64](op int, seg []T) A {
+	var s0, s1, s2, s3 A
+	i := 0
+	switch op {
+	case redL1:
+		abs := func(v T) A {
+			if v < 0 {
+				return -A(v)
+			}
+			return A(v)
+		}
+		for ; i+4 <= len(seg); i += 4 {
+			s0 += abs(seg[i])
+			s1 += abs(seg[i+1])
+			s2 += abs(seg[i+2])
+			s3 += abs(seg[i+3])
+		}
+		for ; i < len(seg); i++ {
+			s0 += abs(seg[i])
+		}
+	case redL2, redSumSq:
+		for ; i+4 <= len(seg); i += 4 {
+			a, b, c, d := A(seg[i]), A(seg[i+1]), A(seg[i+2]), A(seg[i+3])
+			s0 += a * a
+			s1 += b * b
+			s2 += c * c
+			s3 += d * d
+		}
+		for ; i < len(seg); i++ {
+			a := A(seg[i])
+			s0 += a * a
+		}
+	default:
+		for ; i+4 <= len(seg); i += 4 {
+			s0 += A(seg[i])
+			s1 += A(seg[i+1])
+			s2 += A(seg[i+2])
+			s3 += A(seg[i+3])
+		}
+		for ; i < len(seg); i++ {
+			s0 += A(seg[i])
+		}
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// redLSE computes log(sum(exp(x))) for n consecutive outputs starting
+// at input offset base (n=1 with runs for a scalar unit), stably as
+// max + log(sum(exp(x - max))) in float64, and hands each to out.
+func redLSE[T elemNum](p *redPlan, x []T, base, n int, out func(j int, v float64)) {
 	// A scalar unit (p.vec == 1) has n == 1 and folds whole runs.
 	scalar, span := p.vec == 1, n
 	if scalar {
 		span = p.run
 	}
-	mx, sum := make([]float64, n), make([]float64, n)
+	var mxA, sumA [redChunk]float64
+	mx, sum := mxA[:n], sumA[:n]
 	for j := range mx {
 		mx[j] = math.Inf(-1)
 	}
-	pass := func(f func(j int, v float64)) {
-		p.eachRed(func(off int) {
-			for k, v := range x[base+off : base+off+span] {
-				if scalar {
-					k = 0
-				}
-				f(k, float64(v))
+	p.eachRed(func(off int) {
+		for k, v := range x[base+off : base+off+span] {
+			if scalar {
+				k = 0
 			}
-		})
-	}
-	pass(func(j int, v float64) { mx[j] = max(mx[j], v) })
-	pass(func(j int, v float64) {
-		if !math.IsInf(mx[j], 0) {
-			sum[j] += math.Exp(v - mx[j])
+			mx[k] = max(mx[k], float64(v))
+		}
+	})
+	p.eachRed(func(off int) {
+		for k, v := range x[base+off : base+off+span] {
+			if scalar {
+				k = 0
+			}
+			if !math.IsInf(mx[k], 0) {
+				sum[k] += math.Exp(float64(v) - mx[k])
+			}
 		}
 	})
 	for j := range mx {
-		if !math.IsInf(mx[j], 0) {
-			mx[j] += math.Log(sum[j])
+		v := mx[j]
+		if !math.IsInf(v, 0) {
+			v += math.Log(sum[j])
 		}
+		out(j, v)
 	}
-	return mx
 }

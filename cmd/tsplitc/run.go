@@ -121,7 +121,7 @@ type nullDevice struct{}
 func (nullDevice) Name() string          { return "none" }
 func (nullDevice) PoolBytes() int64      { return 0 }
 func (nullDevice) Check(op *ir.Op) error { return cpuCheck(op) }
-func (nullDevice) Launch(*ir.Op, []*executor.Ref, []*executor.Ref, executor.Ref, int64) error {
+func (nullDevice) Launch(*executor.Launch) error {
 	return fmt.Errorf("null device")
 }
 func (nullDevice) ToHost([]byte, executor.Ref) error   { return fmt.Errorf("null device") }

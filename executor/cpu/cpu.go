@@ -49,19 +49,20 @@ func (d *Device) view(r *executor.Ref) *kernels.Tensor {
 }
 
 // Launch implements executor.Device.
-func (d *Device) Launch(op *ir.Op, in, out []*executor.Ref, ws executor.Ref, step int64) error {
+func (d *Device) Launch(l *executor.Launch) error {
+	op := l.Op
 	k := kernels.Lookup(op.Domain, op.Type)
 	if k == nil {
 		return fmt.Errorf("%s: no kernel", op.Describe())
 	}
-	c := &kernels.Ctx{Op: op, In: make([]*kernels.Tensor, len(in)), Out: make([]*kernels.Tensor, len(out)), Step: step}
-	for i, r := range in {
+	c := &kernels.Ctx{Op: op, In: make([]*kernels.Tensor, len(l.In)), Out: make([]*kernels.Tensor, len(l.Out)), Step: l.Step, Opset: l.Opset}
+	for i, r := range l.In {
 		c.In[i] = d.view(r)
 	}
-	for i, r := range out {
+	for i, r := range l.Out {
 		c.Out[i] = d.view(r)
 	}
-	if ws.Bytes > 0 {
+	if ws := l.Workspace; ws.Bytes > 0 {
 		c.Workspace = d.pool[ws.Off : ws.Off+ws.Bytes : ws.Off+ws.Bytes]
 	}
 	return k.Run(c)

@@ -1,0 +1,439 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tsplit/tsplit/internal/onnxtest"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/onnxpb"
+)
+
+// convCase is one Conv / ConvTranspose configuration.
+type convCase struct {
+	n, c, m, group int
+	in, k, s, d    []int
+	pads           []int // begin..., end...; nil: attribute absent
+	autoPad        string
+	opad           []int // ConvTranspose output_padding
+	outShape       []int // ConvTranspose output_shape
+	bias           bool
+}
+
+func (cc convCase) String() string {
+	return fmt.Sprintf("N%d C%d M%d g%d in%v k%v s%v d%v pads%v auto=%q opad%v oshape%v bias=%v",
+		cc.n, cc.c, cc.m, cc.group, cc.in, cc.k, cc.s, cc.d, cc.pads, cc.autoPad, cc.opad, cc.outShape, cc.bias)
+}
+
+func i64s(s []int) []int64 {
+	o := make([]int64, len(s))
+	for i, v := range s {
+		o[i] = int64(v)
+	}
+	return o
+}
+
+func (cc convCase) attrs(transpose bool) []ir.Attr {
+	a := []ir.Attr{nnAInts("strides", i64s(cc.s)...), nnAInts("dilations", i64s(cc.d)...), nnAInt("group", int64(cc.group)),
+		nnAInts("kernel_shape", i64s(cc.k)...)}
+	if cc.pads != nil {
+		a = append(a, nnAInts("pads", i64s(cc.pads)...))
+	}
+	if cc.autoPad != "" {
+		a = append(a, nnAStr("auto_pad", cc.autoPad))
+	}
+	if transpose && cc.opad != nil {
+		a = append(a, nnAInts("output_padding", i64s(cc.opad)...))
+	}
+	if transpose && cc.outShape != nil {
+		a = append(a, nnAInts("output_shape", i64s(cc.outShape)...))
+	}
+	return a
+}
+
+// refConvPads is the padding ONNX specifies for Conv: explicit, or
+// under SAME_* the total (ceil(in/s)-1)·s + ek - in split with the odd
+// element at the end (UPPER) or the beginning (LOWER).
+func refConvPads(cc convCase) (pb, pe []int) {
+	n := len(cc.in)
+	pb, pe = make([]int, n), make([]int, n)
+	for i := 0; i < n; i++ {
+		switch cc.autoPad {
+		case "SAME_UPPER", "SAME_LOWER":
+			ek := (cc.k[i]-1)*cc.d[i] + 1
+			out := (cc.in[i] + cc.s[i] - 1) / cc.s[i]
+			total := max(0, (out-1)*cc.s[i]+ek-cc.in[i])
+			if cc.autoPad == "SAME_UPPER" {
+				pb[i], pe[i] = total/2, total-total/2
+			} else {
+				pb[i], pe[i] = total-total/2, total/2
+			}
+		case "VALID":
+		default:
+			if cc.pads != nil {
+				pb[i], pe[i] = cc.pads[i], cc.pads[i+n]
+			}
+		}
+	}
+	return pb, pe
+}
+
+// refConv is direct convolution in float64.
+func refConv(cc convCase, x, w, b []float32) ([]int, []float64) {
+	nsp := len(cc.in)
+	pb, pe := refConvPads(cc)
+	out := make([]int, nsp)
+	for i := range out {
+		ek := (cc.k[i]-1)*cc.d[i] + 1
+		out[i] = (cc.in[i]+pb[i]+pe[i]-ek)/cc.s[i] + 1
+	}
+	cg, mg := cc.c/cc.group, cc.m/cc.group
+	yShape := append([]int{cc.n, cc.m}, out...)
+	xShape := append([]int{cc.n, cc.c}, cc.in...)
+	wShape := append([]int{cc.m, cg}, cc.k...)
+	y := make([]float64, cc.n*cc.m*nnVol(ir.Shape(i64s(out))))
+	pos := make([]int, nsp)
+	nnEach(yShape, func(yc []int) {
+		n, m, o := yc[0], yc[1], yc[2:]
+		var s float64
+		if b != nil {
+			s = float64(b[m])
+		}
+		gi := m / mg
+		for ci := 0; ci < cg; ci++ {
+			nnEach(cc.k, func(k []int) {
+				for i := range k {
+					pos[i] = o[i]*cc.s[i] - pb[i] + k[i]*cc.d[i]
+					if pos[i] < 0 || pos[i] >= cc.in[i] {
+						return
+					}
+				}
+				xv := x[nnFlat(xShape, append([]int{n, gi*cg + ci}, pos...))]
+				wv := w[nnFlat(wShape, append([]int{m, ci}, k...))]
+				s += float64(xv) * float64(wv)
+			})
+		}
+		y[nnFlat(yShape, yc)] = s
+	})
+	return yShape, y
+}
+
+func randConvCase(r *rand.Rand, transpose bool) convCase {
+	for {
+		nsp := []int{1, 2, 2, 2, 3}[r.IntN(5)]
+		cc := convCase{n: 1 + r.IntN(2), bias: r.IntN(2) == 0}
+		cg, mg := 1+r.IntN(3), 1+r.IntN(3)
+		switch r.IntN(4) {
+		case 0, 1:
+			cc.group = 1
+		case 2:
+			cc.group = 2 + r.IntN(2)
+		case 3: // depthwise, maybe with a channel multiplier
+			cc.group, cg, mg = 2+r.IntN(4), 1, 1+r.IntN(2)
+		}
+		cc.c, cc.m = cg*cc.group, mg*cc.group
+		maxIn := 9
+		if nsp == 3 {
+			maxIn = 5
+		}
+		for i := 0; i < nsp; i++ {
+			cc.in = append(cc.in, 1+r.IntN(maxIn))
+			cc.k = append(cc.k, 1+r.IntN(3))
+			cc.s = append(cc.s, 1+r.IntN(3))
+			cc.d = append(cc.d, 1+r.IntN(2))
+		}
+		switch r.IntN(6) {
+		case 0:
+			cc.autoPad = "VALID"
+		case 1:
+			cc.autoPad = "SAME_UPPER"
+		case 2:
+			cc.autoPad = "SAME_LOWER"
+		case 3:
+		default:
+			cc.pads = make([]int, 2*nsp)
+			for i := range cc.pads {
+				cc.pads[i] = r.IntN(3)
+			}
+		}
+		if transpose {
+			cc.opad = make([]int, nsp)
+			for i := range cc.opad {
+				if lim := max(cc.s[i], cc.d[i]); lim > 1 {
+					cc.opad[i] = r.IntN(lim)
+				}
+			}
+			pb, pe := refConvPads(convCase{in: cc.in, pads: cc.pads, autoPad: "NOTSET"})
+			ok := true
+			for i := range cc.in {
+				ek := (cc.k[i]-1)*cc.d[i] + 1
+				if cc.s[i]*(cc.in[i]-1)+cc.opad[i]+ek-pb[i]-pe[i] <= 0 {
+					ok = false
+				}
+			}
+			if ok {
+				return cc
+			}
+			continue
+		}
+		pb, pe := refConvPads(cc)
+		ok := true
+		for i := range cc.in {
+			if cc.in[i]+pb[i]+pe[i] < (cc.k[i]-1)*cc.d[i]+1 {
+				ok = false
+			}
+		}
+		if ok {
+			return cc
+		}
+	}
+}
+
+func runConvCase(t *testing.T, r *rand.Rand, cc convCase) {
+	t.Helper()
+	x := nnF(r, i64s(append([]int{cc.n, cc.c}, cc.in...))...)
+	w := nnF(r, i64s(append([]int{cc.m, cc.c / cc.group}, cc.k...))...)
+	b := nnIn{}
+	if cc.bias {
+		b = nnF(r, int64(cc.m))
+	}
+	op := nnOp(t, 17, "Conv", []nnIn{x, w, b}, []string{"y"}, cc.attrs(false)...)
+	got := nnRun(t, op, []nnIn{x, w, b})
+	shape, want := refConv(cc, x.data, w.data, b.data)
+	if !got[0].Shape.Equal(ir.Shape(i64s(shape))) {
+		t.Fatalf("%v: output shape %v, reference %v", cc, got[0].Shape, shape)
+	}
+	nnClose(t, cc.String(), got[0].F32(), want, 1e-5)
+}
+
+func TestConvRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	for i := 0; i < 300; i++ {
+		runConvCase(t, r, randConvCase(r, false))
+	}
+}
+
+func TestConvCases(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	for _, cc := range []convCase{
+		// 1×1, stride 1: no im2col.
+		{n: 2, c: 8, m: 5, group: 1, in: []int{6, 7}, k: []int{1, 1}, s: []int{1, 1}, d: []int{1, 1}, bias: true},
+		// 1×1 stride 2 shortcut.
+		{n: 2, c: 8, m: 4, group: 1, in: []int{7, 7}, k: []int{1, 1}, s: []int{2, 2}, d: []int{1, 1}},
+		// resnet-like 3×3 pad 1, larger than the BLAS threading threshold.
+		{n: 2, c: 32, m: 48, group: 1, in: []int{20, 20}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}, bias: true},
+		// 7×7 stride 2 pad 3 stem.
+		{n: 1, c: 3, m: 8, group: 1, in: []int{23, 19}, k: []int{7, 7}, s: []int{2, 2}, d: []int{1, 1}, pads: []int{3, 3, 3, 3}},
+		// depthwise 3×3 stride 2, asymmetric padding.
+		{n: 2, c: 6, m: 6, group: 6, in: []int{9, 8}, k: []int{3, 3}, s: []int{2, 2}, d: []int{1, 1}, pads: []int{1, 0, 0, 2}, bias: true},
+		// grouped, dilated, SAME_LOWER.
+		{n: 1, c: 6, m: 4, group: 2, in: []int{8, 9}, k: []int{3, 2}, s: []int{2, 1}, d: []int{2, 3}, autoPad: "SAME_LOWER"},
+		// 1-D and 3-D.
+		{n: 2, c: 3, m: 4, group: 1, in: []int{17}, k: []int{5}, s: []int{2}, d: []int{2}, pads: []int{2, 1}, bias: true},
+		{n: 1, c: 4, m: 4, group: 2, in: []int{5, 6, 4}, k: []int{3, 2, 3}, s: []int{1, 2, 1}, d: []int{1, 1, 2}, autoPad: "SAME_UPPER"},
+	} {
+		runConvCase(t, r, cc)
+	}
+}
+
+// refConvTranspose scatters every input element through the kernel in
+// float64: y[n, m, i·s - pb + k·d] += x[n, c, i]·w[c, m mod (M/g), k].
+func refConvTranspose(cc convCase, x, w, b []float32) ([]int, []float64) {
+	nsp := len(cc.in)
+	pb, out := make([]int, nsp), make([]int, nsp)
+	opad := cc.opad
+	if opad == nil {
+		opad = make([]int, nsp)
+	}
+	for i := 0; i < nsp; i++ {
+		ek := (cc.k[i]-1)*cc.d[i] + 1
+		full := cc.s[i]*(cc.in[i]-1) + opad[i] + ek
+		switch {
+		case cc.outShape != nil || cc.autoPad == "SAME_UPPER" || cc.autoPad == "SAME_LOWER":
+			if cc.outShape != nil {
+				out[i] = cc.outShape[i]
+			} else {
+				out[i] = cc.in[i] * cc.s[i]
+			}
+			total := max(0, full-out[i])
+			if cc.autoPad == "SAME_UPPER" { // ONNX: the odd element at the end
+				pb[i] = total / 2
+			} else {
+				pb[i] = total - total/2
+			}
+		case cc.autoPad == "VALID":
+			out[i] = full
+		default:
+			pe := 0
+			if cc.pads != nil {
+				pb[i], pe = cc.pads[i], cc.pads[i+nsp]
+			}
+			out[i] = full - pb[i] - pe
+		}
+	}
+	cg, mg := cc.c/cc.group, cc.m/cc.group
+	yShape := append([]int{cc.n, cc.m}, out...)
+	xShape := append([]int{cc.n, cc.c}, cc.in...)
+	wShape := append([]int{cc.c, mg}, cc.k...)
+	y := make([]float64, nnVol(ir.Shape(i64s(yShape))))
+	if b != nil {
+		nnEach(yShape, func(yc []int) { y[nnFlat(yShape, yc)] = float64(b[yc[1]]) })
+	}
+	pos := make([]int, nsp)
+	nnEach(xShape, func(xc []int) {
+		n, c, ip := xc[0], xc[1], xc[2:]
+		xv := float64(x[nnFlat(xShape, xc)])
+		gi := c / cg
+		for mm := 0; mm < mg; mm++ {
+			nnEach(cc.k, func(k []int) {
+				for i := range k {
+					pos[i] = ip[i]*cc.s[i] - pb[i] + k[i]*cc.d[i]
+					if pos[i] < 0 || pos[i] >= out[i] {
+						return
+					}
+				}
+				wv := float64(w[nnFlat(wShape, append([]int{c, mm}, k...))])
+				y[nnFlat(yShape, append([]int{n, gi*mg + mm}, pos...))] += xv * wv
+			})
+		}
+	})
+	return yShape, y
+}
+
+func runConvTransposeCase(t *testing.T, r *rand.Rand, cc convCase) {
+	t.Helper()
+	x := nnF(r, i64s(append([]int{cc.n, cc.c}, cc.in...))...)
+	w := nnF(r, i64s(append([]int{cc.c, cc.m / cc.group}, cc.k...))...)
+	b := nnIn{}
+	if cc.bias {
+		b = nnF(r, int64(cc.m))
+	}
+	op := nnOp(t, 17, "ConvTranspose", []nnIn{x, w, b}, []string{"y"}, cc.attrs(true)...)
+	got := nnRun(t, op, []nnIn{x, w, b})
+	shape, want := refConvTranspose(cc, x.data, w.data, b.data)
+	if !got[0].Shape.Equal(ir.Shape(i64s(shape))) {
+		t.Fatalf("%v: output shape %v, reference %v", cc, got[0].Shape, shape)
+	}
+	nnClose(t, "ConvTranspose "+cc.String(), got[0].F32(), want, 1e-5)
+}
+
+func TestConvTransposeRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	for i := 0; i < 200; i++ {
+		cc := randConvCase(r, true)
+		if cc.autoPad == "" && r.IntN(4) == 0 { // output_shape instead of pads
+			cc.pads = nil
+			for i := range cc.in {
+				ek := (cc.k[i]-1)*cc.d[i] + 1
+				full := cc.s[i]*(cc.in[i]-1) + cc.opad[i] + ek
+				cc.outShape = append(cc.outShape, max(1, full-r.IntN(3)))
+			}
+		}
+		runConvTransposeCase(t, r, cc)
+	}
+}
+
+func TestConvTransposeCases(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 17))
+	for _, cc := range []convCase{
+		// 1×1 stride 1: GEMM straight into Y.
+		{n: 2, c: 6, m: 4, group: 1, in: []int{5, 6}, k: []int{1, 1}, s: []int{1, 1}, d: []int{1, 1}, bias: true},
+		// DCGAN-style 4×4 stride 2 pad 1 upsampling.
+		{n: 2, c: 16, m: 8, group: 1, in: []int{7, 7}, k: []int{4, 4}, s: []int{2, 2}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}, bias: true},
+		// grouped, output_padding, asymmetric pads.
+		{n: 1, c: 4, m: 6, group: 2, in: []int{5, 4}, k: []int{3, 3}, s: []int{3, 2}, d: []int{1, 1}, pads: []int{0, 1, 2, 0}, opad: []int{2, 1}},
+		// SAME_UPPER / SAME_LOWER with odd total padding.
+		{n: 1, c: 3, m: 2, group: 1, in: []int{4, 5}, k: []int{4, 3}, s: []int{2, 2}, d: []int{1, 1}, autoPad: "SAME_UPPER"},
+		{n: 1, c: 3, m: 2, group: 1, in: []int{4, 5}, k: []int{4, 3}, s: []int{2, 2}, d: []int{1, 1}, autoPad: "SAME_LOWER"},
+		// output_shape larger than the natural output (zero tail).
+		{n: 1, c: 2, m: 2, group: 1, in: []int{3}, k: []int{3}, s: []int{2}, d: []int{1}, outShape: []int{9}, bias: true},
+		// 3-D, depthwise.
+		{n: 1, c: 3, m: 3, group: 3, in: []int{3, 4, 3}, k: []int{2, 3, 2}, s: []int{2, 1, 2}, d: []int{1, 2, 1}, pads: []int{0, 1, 0, 1, 0, 0}},
+	} {
+		runConvTransposeCase(t, r, cc)
+	}
+}
+
+func TestConvWorkspaceBounded(t *testing.T) {
+	// The scratch is one image and one group's column matrix, whatever
+	// the batch.
+	r := rand.New(rand.NewPCG(18, 19))
+	cc := convCase{n: 8, c: 16, m: 16, group: 2, in: []int{10, 10}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}}
+	x := nnF(r, 8, 16, 10, 10)
+	w := nnF(r, 16, 8, 3, 3)
+	op := nnOp(t, 17, "Conv", []nnIn{x, w, {}}, []string{"y"}, cc.attrs(false)...)
+	if got, want := WorkspaceBytes(op), int64(4*8*9*100); got != want {
+		t.Errorf("Conv workspace %d bytes, want %d (one group of one image)", got, want)
+	}
+	op1 := nnOp(t, 17, "Conv", []nnIn{x, nnF(r, 4, 16, 1, 1), {}}, []string{"y"})
+	if got := WorkspaceBytes(op1); got != 0 {
+		t.Errorf("1×1 Conv workspace %d bytes, want 0", got)
+	}
+	xt := nnF(r, 8, 16, 10, 10)
+	wt := nnF(r, 16, 4, 3, 3)
+	opt := nnOp(t, 17, "ConvTranspose", []nnIn{xt, wt, {}}, []string{"y"}, nnAInts("strides", 2, 2), nnAInt("group", 2))
+	if got, want := WorkspaceBytes(opt), int64(4*4*9*100); got != want {
+		t.Errorf("ConvTranspose workspace %d bytes, want %d", got, want)
+	}
+}
+
+// ---- ONNX Runtime ----
+
+func TestConvORT(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(20, 21))
+	var cases []nnORTCase
+	for _, tc := range []struct {
+		x, w  []int64
+		bias  bool
+		attrs []*onnxpb.AttributeProto
+	}{
+		{[]int64{2, 4, 9, 8}, []int64{6, 4, 3, 3}, true, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 0, 2, 1), onnxtest.Ints("strides", 2, 1)}},
+		{[]int64{1, 6, 7, 7}, []int64{6, 1, 3, 3}, false, []*onnxpb.AttributeProto{onnxtest.Int("group", 6), onnxtest.Ints("strides", 2, 1), nnPAStr("auto_pad", "SAME_UPPER")}},
+		{[]int64{1, 4, 8, 7}, []int64{4, 2, 2, 3}, true, []*onnxpb.AttributeProto{onnxtest.Int("group", 2), onnxtest.Ints("strides", 2, 2), nnPAStr("auto_pad", "SAME_LOWER")}},
+		{[]int64{2, 3, 11}, []int64{5, 3, 4}, true, []*onnxpb.AttributeProto{onnxtest.Ints("strides", 3), onnxtest.Ints("pads", 2, 0)}},
+		{[]int64{1, 4, 9, 10}, []int64{2, 4, 3, 2}, false, []*onnxpb.AttributeProto{onnxtest.Ints("dilations", 2, 3), onnxtest.Ints("pads", 0, 2, 1, 1)}},
+		{[]int64{1, 2, 3, 5, 4}, []int64{2, 1, 2, 3, 2}, true, []*onnxpb.AttributeProto{onnxtest.Int("group", 2), onnxtest.Ints("pads", 1, 0, 1, 0, 1, 1)}},
+	} {
+		ins := []nnIO{nnORTIn(r, "x", tc.x...), nnORTIn(r, "w", tc.w...)}
+		if tc.bias {
+			ins = append(ins, nnORTIn(r, "b", tc.w[0]))
+		}
+		cases = append(cases, nnORTCase{onnxtest.Node("Conv", "", nil, nil, tc.attrs...), ins, []nnIO{{name: "y"}}, 1e-5})
+	}
+	nnORTBatch(t, 17, cases)
+}
+
+func TestConvTransposeORT(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(22, 23))
+	var cases []nnORTCase
+	for _, tc := range []struct {
+		x, w  []int64
+		bias  bool
+		attrs []*onnxpb.AttributeProto
+	}{
+		{[]int64{2, 4, 5, 4}, []int64{4, 3, 3, 3}, true, []*onnxpb.AttributeProto{onnxtest.Ints("strides", 2, 3), onnxtest.Ints("pads", 1, 0, 0, 2), onnxtest.Ints("output_padding", 1, 2)}},
+		{[]int64{1, 4, 4, 5}, []int64{4, 1, 4, 3}, false, []*onnxpb.AttributeProto{onnxtest.Int("group", 2), onnxtest.Ints("strides", 2, 2), nnPAStr("auto_pad", "SAME_UPPER")}},
+		{[]int64{1, 4, 4, 5}, []int64{4, 1, 4, 3}, false, []*onnxpb.AttributeProto{onnxtest.Int("group", 2), onnxtest.Ints("strides", 2, 2), nnPAStr("auto_pad", "SAME_LOWER")}},
+		{[]int64{1, 2, 5}, []int64{2, 3, 4}, true, []*onnxpb.AttributeProto{onnxtest.Ints("strides", 2), onnxtest.Ints("output_shape", 11)}},
+		{[]int64{1, 2, 3, 4}, []int64{2, 2, 3, 3}, true, []*onnxpb.AttributeProto{onnxtest.Ints("strides", 2, 2), onnxtest.Ints("dilations", 2, 1), onnxtest.Ints("output_shape", 8, 7)}},
+	} {
+		ins := []nnIO{nnORTIn(r, "x", tc.x...), nnORTIn(r, "w", tc.w...)}
+		if tc.bias {
+			ins = append(ins, nnORTIn(r, "b", tc.w[1]*nnGroupOf(tc.attrs)))
+		}
+		cases = append(cases, nnORTCase{onnxtest.Node("ConvTranspose", "", nil, nil, tc.attrs...), ins, []nnIO{{name: "y"}}, 1e-5})
+	}
+	nnORTBatch(t, 17, cases)
+}
+
+func nnGroupOf(attrs []*onnxpb.AttributeProto) int64 {
+	for _, a := range attrs {
+		if a.GetName() == "group" {
+			return a.GetI()
+		}
+	}
+	return 1
+}

@@ -208,7 +208,11 @@ func nodeProto(op *ir.Op) *onnxpb.NodeProto {
 	if src, ok := op.Src.(*onnxpb.NodeProto); ok {
 		n.DocString = src.DocString
 		n.Overload = src.Overload
-		n.MetadataProps = src.MetadataProps
+		for _, kv := range src.MetadataProps {
+			if kv.GetKey() != ir.PhaseKey {
+				n.MetadataProps = append(n.MetadataProps, kv)
+			}
+		}
 		n.ProtoReflect().SetUnknown(src.ProtoReflect().GetUnknown())
 		if src.Name != nil || op.Name != "" {
 			n.Name = proto.String(op.Name)
@@ -228,6 +232,9 @@ func nodeProto(op *ir.Op) *onnxpb.NodeProto {
 		}
 	}
 	n.OpType = proto.String(op.Type)
+	if op.Phase != ir.Forward {
+		n.MetadataProps = append(n.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(ir.PhaseKey), Value: proto.String(op.Phase.String())})
+	}
 	for _, v := range op.Inputs() {
 		if v == nil {
 			n.Input = append(n.Input, "")

@@ -462,6 +462,15 @@ func (b *builder) addNode(g *ir.Graph, n *onnxpb.NodeProto) error {
 		return b.fail(desc, "%v", err)
 	}
 	op.Src = n
+	for _, kv := range n.MetadataProps {
+		if kv.GetKey() == ir.PhaseKey {
+			p, ok := ir.ParsePhase(kv.GetValue())
+			if !ok {
+				return b.fail(desc, "metadata %s=%q is not a phase", ir.PhaseKey, kv.GetValue())
+			}
+			op.Phase = p
+		}
+	}
 	if ir.LookupSchema(op.Domain, op.Type) != nil {
 		if err := ir.InferAndSet(op, b.m.Opset(op.Domain)); err != nil {
 			return b.fail(desc, "%v", stripDesc(err, op))

@@ -151,9 +151,9 @@ func runCase(tc *testbackend.TestCase) (r result) {
 	}
 	node := gp.GetNode()[0]
 	r.Opset = -1
-	for _, os := range mp.GetOpsetImport() {
-		if d := os.GetDomain(); d == "" || d == "ai.onnx" {
-			r.Opset = os.GetVersion()
+	for _, imp := range mp.GetOpsetImport() {
+		if d := imp.GetDomain(); d == "" || d == "ai.onnx" {
+			r.Opset = imp.GetVersion()
 		}
 	}
 	if r.Opset >= 0 && (r.Opset < minOpset || r.Opset > maxOpset) {
@@ -352,13 +352,13 @@ func mustDev(pool int64) *cpu.Device {
 // executor runs kernels on its compute-stream goroutine).
 type safeDevice struct{ *cpu.Device }
 
-func (d safeDevice) Launch(op *ir.Op, in, out []*executor.Ref, ws executor.Ref, step int64) (err error) {
+func (d safeDevice) Launch(l *executor.Launch) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: kernel panicked: %v", op.Describe(), p)
+			err = fmt.Errorf("%s: kernel panicked: %v", l.Op.Describe(), p)
 		}
 	}()
-	return d.Device.Launch(op, in, out, ws, step)
+	return d.Device.Launch(l)
 }
 
 // elems reads a gorgonia backing (a slice, or a scalar) as float64s and,
@@ -693,11 +693,11 @@ func diagnose(r result) string {
 	case (r.OpType == "Softmax" || r.OpType == "LogSoftmax") && r.Opset < 13:
 		return "Softmax/LogSoftmax before opset 13 coerce the input to 2-D at `axis` (default 1) and normalise " +
 			"over the flattened trailing dimensions; the kernel (kernels/nn_softmax.go, runSoftmax → softmaxDims(…, legacy=false), " +
-			"default axis -1) always applies the opset-13 reading, because kernels.Ctx does not carry the model's opset. " +
-			"The two agree only when axis is the last dimension."
+			"default axis -1) always applies the opset-13 reading and ignores kernels.Ctx.Opset; the two readings agree " +
+			"only when axis is the last dimension."
 	case r.OpType == "Hardmax" && r.Opset < 13:
 		return "Hardmax before opset 13 has the same 2-D coercion; kernels/reduce_arg.go (hardmaxAxis, default -1, " +
-			"hardmaxRun over one axis) implements opset 13 only, for the same reason (no opset in kernels.Ctx)."
+			"hardmaxRun over one axis) implements opset 13 only and ignores kernels.Ctx.Opset."
 	}
 	return ""
 }

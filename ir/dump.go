@@ -60,6 +60,9 @@ func Dump(w io.Writer, g *Graph) error {
 		if op.Name != "" {
 			b.WriteString(" " + strconv.Quote(op.Name))
 		}
+		if op.Phase != Forward {
+			b.WriteString(" [" + op.Phase.String() + "]")
+		}
 		b.WriteString(" :")
 		for i, v := range op.outputs {
 			if i > 0 {

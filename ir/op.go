@@ -5,6 +5,43 @@ import "fmt"
 // OpID is a dense per-graph identifier of an op.
 type OpID int32
 
+// Phase is the part of a training step an op belongs to. Ops of a
+// forward (inference) model are Forward; the training-step lowering adds
+// Loss, Backward and Update ops. The planner evicts the forward values
+// that Backward ops read (the feature maps).
+type Phase uint8
+
+// Phases.
+const (
+	Forward Phase = iota
+	Loss
+	Backward
+	Update
+)
+
+var phaseNames = [...]string{"forward", "loss", "backward", "update"}
+
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", p)
+}
+
+// PhaseKey is the node metadata key under which a serialized model
+// records an op's phase (absent for forward ops).
+const PhaseKey = "tsplit.phase"
+
+// ParsePhase is the inverse of Phase.String.
+func ParsePhase(s string) (Phase, bool) {
+	for i, n := range phaseNames {
+		if n == s {
+			return Phase(i), true
+		}
+	}
+	return 0, false
+}
+
 // Op is one operation: a node of the graph.
 type Op struct {
 	ID     OpID
@@ -12,6 +49,9 @@ type Op struct {
 	Domain string // "" is the default ONNX domain
 	Name   string
 	Attrs  []Attr
+
+	// Phase says which part of a training step the op belongs to.
+	Phase Phase
 
 	// Src carries the serialized node the op was read from (doc string,
 	// metadata, unknown fields), owned by the frontend and the writer.

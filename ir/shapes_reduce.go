@@ -25,31 +25,34 @@ func init() {
 	}
 }
 
-func inferReduce(c *InferCtx) error {
+// ReduceAxes says which axes of input 0 a reduction op (Reduce*, with
+// axes as attribute or input) reduces; noop reports the identity case
+// (empty axes with noop_with_empty_axes). Gradient rules and kernels use
+// it so the axis rules live in one place.
+func ReduceAxes(op *Op) (red []bool, noop bool, err error) {
+	return reduceAxes(&InferCtx{Op: op})
+}
+
+func reduceAxes(c *InferCtx) ([]bool, bool, error) {
 	x := c.In(0)
 	r := len(x.Shape)
 	var axes []int64
 	if c.In(1) != nil {
 		if hasAttr(c, "axes") {
-			return c.Errorf("axes are given both as attribute and as input 1")
+			return nil, false, c.Errorf("axes are given both as attribute and as input 1")
 		}
 		if err := checkRank1(c, 1, "axes", true); err != nil {
-			return err
+			return nil, false, err
 		}
 		var err error
 		if axes, err = constIntsInput(c, 1, "axes"); err != nil {
-			return err
+			return nil, false, err
 		}
 	} else {
 		axes = c.Op.AttrInts("axes", nil)
 	}
-	keep := c.Op.AttrInt("keepdims", 1) != 0
 	if len(axes) == 0 && c.Op.AttrInt("noop_with_empty_axes", 0) != 0 {
-		c.SetOut(0, x.DType, x.Shape.Clone())
-		if t := foldIn(c, 0); t != nil && foldSize(t.Shape) {
-			c.SetConst(0, cloneTensor(t))
-		}
-		return nil
+		return nil, true, nil
 	}
 	red := make([]bool, r)
 	if len(axes) == 0 {
@@ -59,11 +62,28 @@ func inferReduce(c *InferCtx) error {
 	} else {
 		ax, err := normAxes(c, "axes", axes, r)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 		for _, a := range ax {
 			red[a] = true
 		}
+	}
+	return red, false, nil
+}
+
+func inferReduce(c *InferCtx) error {
+	x := c.In(0)
+	red, noop, err := reduceAxes(c)
+	if err != nil {
+		return err
+	}
+	keep := c.Op.AttrInt("keepdims", 1) != 0
+	if noop {
+		c.SetOut(0, x.DType, x.Shape.Clone())
+		if t := foldIn(c, 0); t != nil && foldSize(t.Shape) {
+			c.SetConst(0, cloneTensor(t))
+		}
+		return nil
 	}
 	kept := x.Shape.Clone() // keepdims form
 	out := Shape{}

@@ -214,3 +214,51 @@ func EvalOpset(op *ir.Op, opset int64, in []*Tensor, step int64) ([]*Tensor, err
 	}
 	return out, nil
 }
+
+// Interpret runs a whole model on heap tensors, op by op in order, with
+// no memory cap: the reference evaluation used by tests (gradient checks,
+// differential tests). feeds gives the graph inputs by name; weights come
+// from their initializers. It returns every value computed, by ValueID.
+func Interpret(m *ir.Model, feeds map[string]*Tensor, step int64) ([]*Tensor, error) {
+	g := m.Graph
+	vals := make([]*Tensor, g.NumValueIDs())
+	for _, v := range g.Inputs {
+		if v.Kind == ir.KindInit {
+			continue
+		}
+		t, ok := feeds[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("kernels: no data for graph input %q", v.Name)
+		}
+		vals[v.ID] = t
+	}
+	for _, v := range g.Inits {
+		t, err := v.Data()
+		if err != nil || t == nil {
+			return nil, fmt.Errorf("kernels: weight %q has no data (%v)", v.Name, err)
+		}
+		vals[v.ID] = FromIR(t)
+	}
+	for _, op := range g.Order() {
+		in := make([]*Tensor, len(op.Inputs()))
+		for i, v := range op.Inputs() {
+			if v != nil {
+				in[i] = vals[v.ID]
+			}
+		}
+		if ir.CopyOf(op) != ir.NoCopy {
+			vals[op.Output(0).ID] = in[0] // a transfer does not change data
+			continue
+		}
+		out, err := EvalOpset(op, m.Opset(op.Domain), in, step)
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range op.Outputs() {
+			if v != nil {
+				vals[v.ID] = out[i]
+			}
+		}
+	}
+	return vals, nil
+}

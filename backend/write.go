@@ -20,13 +20,13 @@ func ToProto(m *ir.Model) (*onnxpb.ModelProto, error) {
 	out := &onnxpb.ModelProto{}
 	if src != nil {
 		out.IrVersion = src.IrVersion
-		out.OpsetImport = src.OpsetImport
+		out.OpsetImport = opsets(src.OpsetImport, m.Opsets)
 		out.ProducerName = src.ProducerName
 		out.ProducerVersion = src.ProducerVersion
 		out.Domain = src.Domain
 		out.ModelVersion = src.ModelVersion
 		out.DocString = src.DocString
-		out.MetadataProps = src.MetadataProps
+		out.MetadataProps = metadata(src.MetadataProps, m.Meta)
 		out.TrainingInfo = src.TrainingInfo
 		out.Functions = src.Functions
 		out.ProtoReflect().SetUnknown(src.ProtoReflect().GetUnknown())
@@ -35,7 +35,8 @@ func ToProto(m *ir.Model) (*onnxpb.ModelProto, error) {
 		if m.IRVersion == 0 {
 			out.IrVersion = proto.Int64(int64(onnxpb.Version_IR_VERSION))
 		}
-		out.OpsetImport = opsetProtos(m.Opsets)
+		out.OpsetImport = opsets(nil, m.Opsets)
+		out.MetadataProps = metadata(nil, m.Meta)
 	}
 	g, err := graphToProto(m.Graph)
 	if err != nil {
@@ -96,18 +97,87 @@ func WriteBytesAtomic(path string, data []byte) error {
 	return nil
 }
 
-func opsetProtos(opsets map[string]int64) []*onnxpb.OperatorSetIdProto {
-	domains := make([]string, 0, len(opsets))
-	for d := range opsets {
-		domains = append(domains, d)
-	}
-	slices.Sort(domains)
+// opsets merges the source model's opset imports with the IR's, like
+// metadata: an unchanged model keeps its list.
+func opsets(src []*onnxpb.OperatorSetIdProto, ops map[string]int64) []*onnxpb.OperatorSetIdProto {
 	var out []*onnxpb.OperatorSetIdProto
-	for _, d := range domains {
-		out = append(out, &onnxpb.OperatorSetIdProto{Domain: proto.String(d), Version: proto.Int64(opsets[d])})
+	seen := map[string]bool{}
+	changed := false
+	norm := func(d string) string {
+		if d == "ai.onnx" {
+			return ""
+		}
+		return d
+	}
+	for _, os := range src {
+		d := norm(os.GetDomain())
+		v, ok := ops[d]
+		seen[d] = true
+		switch {
+		case !ok:
+			changed = true
+		case v != os.GetVersion():
+			changed = true
+			out = append(out, &onnxpb.OperatorSetIdProto{Domain: proto.String(os.GetDomain()), Version: proto.Int64(v)})
+		default:
+			out = append(out, os)
+		}
+	}
+	var added []string
+	for d := range ops {
+		if !seen[d] {
+			added = append(added, d)
+		}
+	}
+	if !changed && len(added) == 0 {
+		return src
+	}
+	slices.Sort(added)
+	for _, d := range added {
+		out = append(out, &onnxpb.OperatorSetIdProto{Domain: proto.String(d), Version: proto.Int64(ops[d])})
 	}
 	return out
 }
+
+// metadata merges the source model's metadata with the IR's: source
+// entries keep their order (with the IR's values), deleted keys go, and
+// new keys follow in sorted order. An unchanged model keeps its list.
+func metadata(src []*onnxpb.StringStringEntryProto, meta map[string]string) []*onnxpb.StringStringEntryProto {
+	if meta == nil {
+		return src
+	}
+	var out []*onnxpb.StringStringEntryProto
+	seen := map[string]bool{}
+	changed := false
+	for _, kv := range src {
+		v, ok := meta[kv.GetKey()]
+		seen[kv.GetKey()] = true
+		switch {
+		case !ok:
+			changed = true
+		case v != kv.GetValue():
+			changed = true
+			out = append(out, &onnxpb.StringStringEntryProto{Key: proto.String(kv.GetKey()), Value: proto.String(v)})
+		default:
+			out = append(out, kv)
+		}
+	}
+	var added []string
+	for k := range meta {
+		if !seen[k] {
+			added = append(added, k)
+		}
+	}
+	if !changed && len(added) == 0 {
+		return src
+	}
+	slices.Sort(added)
+	for _, k := range added {
+		out = append(out, &onnxpb.StringStringEntryProto{Key: proto.String(k), Value: proto.String(meta[k])})
+	}
+	return out
+}
+
 
 func graphToProto(g *ir.Graph) (*onnxpb.GraphProto, error) {
 	src, _ := g.Src.(*onnxpb.GraphProto)

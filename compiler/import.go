@@ -78,7 +78,10 @@ func (b *builder) fail(node string, format string, args ...any) error {
 func (b *builder) build() (*ir.Model, error) {
 	mp := b.mp
 	gp := mp.Graph
-	m := &ir.Model{IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}, Dims: b.dims, Src: mp}
+	m := &ir.Model{IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}, Dims: b.dims, Src: mp, Meta: map[string]string{}}
+	for _, kv := range mp.MetadataProps {
+		m.Meta[kv.GetKey()] = kv.GetValue()
+	}
 	b.m = m
 	for _, os := range mp.OpsetImport {
 		d := os.GetDomain()

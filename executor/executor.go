@@ -94,7 +94,8 @@ func (e *AllocError) Error() string {
 }
 
 // Run executes one step. inputs maps graph input names to host bytes;
-// missing inputs are an error.
+// missing inputs are an error. A weight may be given too: it replaces
+// the initializer's data (training state fed back between steps).
 func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 	g := x.Model.Graph
 	mem := x.Mem
@@ -182,17 +183,19 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 		}
 		iv := &mem.Intervals[ev[k].Interval]
 		v := iv.Value
-		var data []byte
-		if v.Kind == ir.KindInit {
+		data, given := inputs[v.Name]
+		switch {
+		case given && v.Kind == ir.KindInit:
+			// A weight fed as an input: the state of a training step
+			// carried over from the previous step.
+		case v.Kind == ir.KindInit:
 			t, err := v.Data()
 			if err != nil || t == nil {
 				return nil, fmt.Errorf("executor: weight %q: no data (%v)", v.Name, err)
 			}
 			data = t.Raw
-		} else {
-			var ok bool
-			data, ok = inputs[v.Name]
-			if !ok {
+		default:
+			if !given {
 				return nil, fmt.Errorf("executor: no data for graph input %q", v.Name)
 			}
 		}

@@ -40,6 +40,9 @@ type Model struct {
 	Opsets map[string]int64
 	// Dims binds symbolic dimension names (such as the batch) to sizes.
 	Dims map[string]int64
+	// Meta is the model's metadata_props (key → value). tsplit records
+	// what it adds to a model here (training-step facts, plan summary).
+	Meta map[string]string
 	// Path is the file the model was read from, if any.
 	Path string
 	// Src carries the serialized model's other fields.

@@ -101,7 +101,6 @@ func BenchmarkConvTransposeDCGAN(b *testing.B) {
 	benchOp(b, op, ins, 2*8*256*16*16*128*16)
 }
 
-
 func BenchmarkMaxPoolResNet18Indices(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 3))
 	x := nnF(r, 8, 64, 112, 112)

@@ -14,7 +14,7 @@ import (
 // (one input channel per group, group > 1) is computed by direct loops.
 
 func init() {
-	nnReg("Conv", 2, 1, Kernel{Run: runConv, Workspace: convWorkspace})
+	nnReg("Conv", 2, 1, Kernel{Run: runConv, Workspace: convWorkspace}, nil)
 }
 
 // convPlan is everything Conv's Run and Workspace derive from the op.

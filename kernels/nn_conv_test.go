@@ -222,7 +222,7 @@ func TestConvCases(t *testing.T) {
 		// 1×1 stride 2 shortcut.
 		{n: 2, c: 8, m: 4, group: 1, in: []int{7, 7}, k: []int{1, 1}, s: []int{2, 2}, d: []int{1, 1}},
 		// resnet-like 3×3 pad 1, larger than the BLAS threading threshold.
-		{n: 2, c: 32, m: 48, group: 1, in: []int{20, 20}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}, bias: true},
+		{n: 2, c: 16, m: 24, group: 1, in: []int{16, 16}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}, bias: true},
 		// 7×7 stride 2 pad 3 stem.
 		{n: 1, c: 3, m: 8, group: 1, in: []int{23, 19}, k: []int{7, 7}, s: []int{2, 2}, d: []int{1, 1}, pads: []int{3, 3, 3, 3}},
 		// depthwise 3×3 stride 2, asymmetric padding.

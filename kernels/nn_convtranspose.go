@@ -13,7 +13,7 @@ import (
 // land only in that channel).
 
 func init() {
-	nnReg("ConvTranspose", 2, 1, Kernel{Run: runConvTranspose, Workspace: convTransposeWorkspace})
+	nnReg("ConvTranspose", 2, 1, Kernel{Run: runConvTranspose, Workspace: convTransposeWorkspace}, nil)
 }
 
 type convTPlan struct {

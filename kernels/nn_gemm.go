@@ -9,8 +9,8 @@ import (
 // Gemm and MatMul, through sgemm (blas.go).
 
 func init() {
-	nnReg("Gemm", 2, 1, Kernel{Run: runGemm})
-	nnReg("MatMul", 2, 1, Kernel{Run: runMatMul})
+	nnReg("Gemm", 2, 1, Kernel{Run: runGemm}, nil)
+	nnReg("MatMul", 2, 1, Kernel{Run: runMatMul}, nil)
 }
 
 // runGemm: Y = alpha·op(A)·op(B) + beta·C, C broadcast (numpy-style,

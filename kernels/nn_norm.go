@@ -11,8 +11,9 @@ import (
 // in float64.
 
 func init() {
-	nnReg("BatchNormalization", 5, 1, Kernel{Run: runBatchNorm})
-	nnReg("LayerNormalization", 2, 1, Kernel{Run: runLayerNorm, Workspace: layerNormWorkspace})
+	nnReg("BatchNormalization", 5, 1, Kernel{Run: runBatchNorm}, nil)
+	nnReg("LayerNormalization", 2, 1, Kernel{Run: runLayerNorm, Workspace: layerNormWorkspace},
+		func(i int, dt ir.DType) bool { return i > 0 && dt == ir.Double })
 }
 
 // batchNormTraining reports whether op normalises with batch statistics:

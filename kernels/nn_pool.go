@@ -12,10 +12,10 @@ import (
 // planes; no scratch.
 
 func init() {
-	nnReg("MaxPool", 1, 1, Kernel{Run: runMaxPool})
-	nnReg("AveragePool", 1, 1, Kernel{Run: runAveragePool})
-	nnReg("GlobalAveragePool", 1, 1, Kernel{Run: runGlobalAveragePool})
-	nnReg("GlobalMaxPool", 1, 1, Kernel{Run: runGlobalMaxPool})
+	nnReg("MaxPool", 1, 1, Kernel{Run: runMaxPool}, func(i int, dt ir.DType) bool { return i == 1 && dt == ir.Int64 })
+	nnReg("AveragePool", 1, 1, Kernel{Run: runAveragePool}, nil)
+	nnReg("GlobalAveragePool", 1, 1, Kernel{Run: runGlobalAveragePool}, nil)
+	nnReg("GlobalMaxPool", 1, 1, Kernel{Run: runGlobalMaxPool}, nil)
 }
 
 func poolGeom(op *ir.Op) (nnGeom, int, error) {
@@ -90,51 +90,53 @@ func runMaxPool(c *Ctx) error {
 					hlo, hhi, h0 := tt[1][oh].lo, tt[1][oh].hi, tt[1][oh].start
 					for ow := 0; ow < OW; ow++ {
 						wlo, whi, w0 := tt[2][ow].lo, tt[2][ow].hi, tt[2][ow].start
-						// Pass 1: the maximum (branch-free max; NaN propagates).
-						best := float32(math.Inf(-1))
-						for kd := dlo; kd < dhi; kd++ {
-							id := d0 + kd*g.d[0]
-							for kh := hlo; kh < hhi; kh++ {
-								rowOff := (id*IH + h0 + kh*g.d[1]) * IW
-								if g.d[2] == 1 {
-									for _, v := range xp[rowOff+w0+wlo : rowOff+w0+whi] {
-										best = max(best, v)
-									}
-									continue
-								}
-								for kw := wlo; kw < whi; kw++ {
-									best = max(best, xp[rowOff+w0+kw*g.d[2]])
-								}
-							}
-						}
-						yp[o] = best
-						if idx != nil {
-							// Pass 2: where it first occurs (-1 for an empty window).
-							at := -1
-						search:
+						if idx == nil {
+							// The maximum alone: branch-free max (NaN propagates).
+							best := float32(math.Inf(-1))
 							for kd := dlo; kd < dhi; kd++ {
 								id := d0 + kd*g.d[0]
 								for kh := hlo; kh < hhi; kh++ {
 									rowOff := (id*IH + h0 + kh*g.d[1]) * IW
-									for kw := wlo; kw < whi; kw++ {
-										j := rowOff + w0 + kw*g.d[2]
-										if v := xp[j]; v == best || v != v && best != best {
-											at = j
-											break search
+									if g.d[2] == 1 {
+										for _, v := range xp[rowOff+w0+wlo : rowOff+w0+whi] {
+											best = max(best, v)
 										}
+										continue
+									}
+									for kw := wlo; kw < whi; kw++ {
+										best = max(best, xp[rowOff+w0+kw*g.d[2]])
 									}
 								}
 							}
-							if at < 0 {
-								idx[pl*outVol+o] = -1
-							} else {
-								j := at
-								if colMajor {
-									id, ih, iw := at/(IH*IW), at/IW%IH, at%IW
-									j = id + ih*ID + iw*ID*IH
+							yp[o] = best
+							o++
+							continue
+						}
+						// With its position: the first strictly greater value
+						// (or first NaN) wins; -1 for an empty window.
+						best, at := float32(math.Inf(-1)), -1
+						for kd := dlo; kd < dhi; kd++ {
+							id := d0 + kd*g.d[0]
+							for kh := hlo; kh < hhi; kh++ {
+								rowOff := (id*IH + h0 + kh*g.d[1]) * IW
+								for kw := wlo; kw < whi; kw++ {
+									j := rowOff + w0 + kw*g.d[2]
+									if v := xp[j]; v > best || at < 0 || v != v && best == best {
+										best, at = v, j
+									}
 								}
-								idx[pl*outVol+o] = base + int64(j)
 							}
+						}
+						yp[o] = best
+						if at < 0 {
+							idx[pl*outVol+o] = -1
+						} else {
+							j := at
+							if colMajor {
+								id, ih, iw := at/(IH*IW), at/IW%IH, at%IW
+								j = id + ih*ID + iw*ID*IH
+							}
+							idx[pl*outVol+o] = base + int64(j)
 						}
 						o++
 					}

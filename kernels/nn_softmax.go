@@ -19,8 +19,8 @@ import (
 // softmaxDims implements both for when the opset becomes known.
 
 func init() {
-	nnReg("Softmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, false) }})
-	nnReg("LogSoftmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, true) }})
+	nnReg("Softmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, false) }}, nil)
+	nnReg("LogSoftmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, true) }}, nil)
 }
 
 // softmaxDims views shape as (outer, n, inner) with the normalised

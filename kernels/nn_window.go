@@ -180,21 +180,22 @@ func nnVol(s ir.Shape) int {
 	return n
 }
 
-// nnReg registers a float32 kernel wrapped in nnGuard.
-func nnReg(typ string, nIn, nOut int, k Kernel) {
-	k.Run = nnGuard(nIn, nOut, k.Run)
-	if k.DTypes == nil {
-		k.DTypes = []ir.DType{ir.Float}
-	}
+// nnReg registers a float32 kernel wrapped in nnGuard. outType, when
+// not nil, allows output types other than float32 (MaxPool's int64
+// Indices, LayerNormalization's double statistics).
+func nnReg(typ string, nIn, nOut int, k Kernel, outType func(i int, dt ir.DType) bool) {
+	k.Run = nnGuard(nIn, nOut, outType, k.Run)
+	k.DTypes = []ir.DType{ir.Float}
 	Register("", typ, k)
 }
 
 // nnGuard wraps a Run: inputs 0..nIn-1 and outputs 0..nOut-1 must be
 // present, and every present tensor must have the dtype and shape the op
-// declares and the bytes they need. The nn kernels plan from the op's
-// values, so this keeps any mismatch the executor might pass from
-// indexing out of range.
-func nnGuard(nIn, nOut int, run func(c *Ctx) error) func(c *Ctx) error {
+// declares, float32 (outputs: or what outType allows), and the bytes
+// they need. The nn kernels plan from the op's values and view tensors
+// as float32, so this keeps any mismatch the executor might pass from
+// being misread or indexed out of range.
+func nnGuard(nIn, nOut int, outType func(i int, dt ir.DType) bool, run func(c *Ctx) error) func(c *Ctx) error {
 	return func(c *Ctx) error {
 		check := func(what string, i int, t *Tensor, v *ir.Value) error {
 			if t == nil || v == nil {
@@ -205,6 +206,9 @@ func nnGuard(nIn, nOut int, run func(c *Ctx) error) func(c *Ctx) error {
 			}
 			if t.DType != v.DType || !t.Shape.Equal(v.Shape) {
 				return c.Errorf("%s %d is %v%v, the op declares %v%v", what, i, t.DType, t.Shape, v.DType, v.Shape)
+			}
+			if t.DType != ir.Float && (what == "input" || outType == nil || !outType(i, t.DType)) {
+				return c.Errorf("%s %d has type %v, the reference kernel supports float32", what, i, t.DType)
 			}
 			n, err := t.Shape.Bytes(t.DType)
 			if err != nil {

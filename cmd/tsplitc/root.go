@@ -27,6 +27,8 @@ func newRootCmd() *cobra.Command {
 	root.Flags().StringVar(&rf.inputs, "inputs", "", "JSON tensor file with input data (default: seeded random data)")
 	root.Flags().Uint64Var(&rf.seed, "seed", 1, "seed of the random inputs")
 	root.Flags().BoolVar(&rf.quiet, "quiet", false, "no progress bar")
+	root.Flags().BoolVar(&rf.train, "train", false, "with --run: build the training step of a forward model and run training steps")
+	rf.tf.register(root)
 	rf.register(root)
 	root.Args = func(cmd *cobra.Command, args []string) error {
 		if runPath != "" && len(args) > 0 {
@@ -43,7 +45,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return fmt.Errorf("compiling %s: memory planning is not built yet (see the README's status table); use `tsplitc inspect` or `tsplitc --run`", args[0])
 	}
-	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd())
+	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd(), newTrainCmd())
 	return root
 }
 

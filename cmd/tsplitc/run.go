@@ -29,6 +29,8 @@ type runFlags struct {
 	inputs string
 	seed   uint64
 	quiet  bool
+	train  bool
+	tf     trainFlags
 }
 
 // parseBytes reads a size such as 11GiB, 512MB or 1048576.
@@ -53,6 +55,15 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.train {
+		if _, err := compiler.BuildTrainingStep(m, f.tf.opts); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	ti, err := compiler.ReadTrainingInfo(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	probe, err := executor.New(m, nullDevice{}, executor.Options{})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -72,7 +83,7 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	inputs, err := makeInputs(m.Graph, f.inputs, f.seed)
+	inputs, err := makeInputs(m.Graph, f.inputs, f.seed, ti)
 	if err != nil {
 		return err
 	}
@@ -85,12 +96,23 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	}
 	var res *executor.Result
 	var total time.Duration
+	var losses []float64
 	for it := 0; it < f.iters; it++ {
 		res, err = x.Run(inputs)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		total += res.Duration
+		if ti != nil {
+			// Training: updated weights and state become the next inputs.
+			for _, fb := range ti.Feedback {
+				inputs[fb[1]] = res.Outputs[fb[0]]
+			}
+			losses = append(losses, scalar(m.Graph.Lookup(ti.Loss).DType, res.Outputs[ti.Loss]))
+			if bar != nil {
+				bar.Describe(fmt.Sprintf("training, loss %.5g", losses[len(losses)-1]))
+			}
+		}
 		if bar != nil {
 			bar.Add(1)
 		}
@@ -100,6 +122,17 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	}
 	fmt.Fprintf(w, "time/iter    %v (%d iterations)\n", (total / time.Duration(f.iters)).Round(time.Microsecond), f.iters)
 	fmt.Fprintf(w, "peak device  %s measured (%d bytes; memory model %d bytes)\n", bytesStr(res.HighWater), res.HighWater, x.Mem.Peak)
+	if ti != nil {
+		fmt.Fprintf(w, "loss         first %.6g, last %.6g (%s, optimizer %s)\n", losses[0], losses[len(losses)-1], ti.LossKind, ti.Optimizer)
+		if len(losses) > 1 {
+			var parts []string
+			for _, l := range losses {
+				parts = append(parts, fmt.Sprintf("%.6g", l))
+			}
+			fmt.Fprintf(w, "losses       %s\n", strings.Join(parts, " "))
+		}
+		return nil
+	}
 	names := make([]string, 0, len(res.Outputs))
 	for n := range res.Outputs {
 		names = append(names, n)
@@ -142,7 +175,7 @@ var typeNames = map[string]ir.DType{
 // makeInputs reads inputs from a tensor file or makes seeded random
 // data of the right shapes and types: floats uniform in [-1, 1),
 // integers in [0, 10), booleans fair coins.
-func makeInputs(g *ir.Graph, file string, seed uint64) (map[string][]byte, error) {
+func makeInputs(g *ir.Graph, file string, seed uint64, ti *compiler.TrainingInfo) (map[string][]byte, error) {
 	var given map[string]*tensorfile.Tensor
 	if file != "" {
 		var err error
@@ -175,8 +208,12 @@ func makeInputs(g *ir.Graph, file string, seed uint64) (map[string][]byte, error
 				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(rng.Float64()*2-1))
 			}
 		case ir.Int64:
+			hi := 10
+			if ti != nil && v.Name == ti.Labels && ti.Classes > 0 {
+				hi = int(ti.Classes) // class labels in [0, C)
+			}
 			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(10)))
+				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(hi)))
 			}
 		case ir.Int32:
 			for i := int64(0); i < n; i++ {
@@ -197,6 +234,15 @@ func makeInputs(g *ir.Graph, file string, seed uint64) (map[string][]byte, error
 		}
 	}
 	return out, nil
+}
+
+// scalar reads a one-element float output.
+func scalar(dt ir.DType, b []byte) float64 {
+	t := &ir.Tensor{DType: dt, Shape: ir.Shape{1}, Raw: b}
+	if len(b) == 0 {
+		return math.NaN()
+	}
+	return t.Float64s()[0]
 }
 
 // preview shows the first values of an output.

@@ -1,0 +1,396 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tsplit/tsplit/autodiff"
+	"github.com/tsplit/tsplit/ir"
+)
+
+// TrainOptions describe the training step to build.
+type TrainOptions struct {
+	// Loss is "auto" (or ""), "cross-entropy", "mse" or "none".
+	Loss string
+	// Optimizer is "sgd" (or ""), "momentum", "adam" or "none".
+	Optimizer string
+	LR        float64 // default 0.01 (sgd, momentum), 0.001 (adam)
+	Momentum  float64 // momentum: default 0.9
+	Beta1     float64 // adam: default 0.9
+	Beta2     float64 // adam: default 0.999
+	Eps       float64 // adam: default 1e-8
+	// WeightDecay adds WeightDecay·w to every gradient (L2).
+	WeightDecay float64
+	// KeepGrads makes every parameter gradient a graph output (always
+	// so with optimizer "none").
+	KeepGrads bool
+}
+
+// TrainingKey is the model metadata key describing a training step
+// (a JSON TrainingInfo). The runtime reads it to feed state back.
+const TrainingKey = "tsplit.training"
+
+// ParamInputsKey lists, comma-separated, graph inputs that are
+// parameters (models whose weights are inputs rather than initializers,
+// such as big zoo configurations).
+const ParamInputsKey = "tsplit.param_inputs"
+
+// TrainingInfo is what a training step records about itself.
+type TrainingInfo struct {
+	Loss      string `json:"loss"`
+	LossKind  string `json:"loss_kind"`
+	Labels    string `json:"labels,omitempty"`
+	Classes   int64  `json:"classes,omitempty"`
+	Optimizer string `json:"optimizer"`
+	// Feedback pairs an output with the input it replaces in the next
+	// step (updated weights, optimizer state, BN running statistics).
+	Feedback [][2]string `json:"feedback,omitempty"`
+	// Grads maps parameter names to their gradient outputs (KeepGrads).
+	Grads map[string]string `json:"grads,omitempty"`
+	// Params lists the trained parameters.
+	Params []string `json:"params"`
+}
+
+// ReadTrainingInfo returns a model's training-step description, or nil
+// when it is not a training step.
+func ReadTrainingInfo(m *ir.Model) (*TrainingInfo, error) {
+	s, ok := m.Meta[TrainingKey]
+	if !ok {
+		return nil, nil
+	}
+	var ti TrainingInfo
+	if err := json.Unmarshal([]byte(s), &ti); err != nil {
+		return nil, fmt.Errorf("metadata %s is not valid: %v", TrainingKey, err)
+	}
+	return &ti, nil
+}
+
+// Params returns the model's trainable parameters: floating-point
+// initializers other than BatchNormalization running statistics, plus
+// graph inputs named in the ParamInputsKey metadata.
+func Params(m *ir.Model) []*ir.Value {
+	var out []*ir.Value
+	for _, v := range m.Graph.Inits {
+		if IsParam(v) {
+			out = append(out, v)
+		}
+	}
+	if names, ok := m.Meta[ParamInputsKey]; ok && names != "" {
+		for _, n := range strings.Split(names, ",") {
+			if v := m.Graph.Lookup(n); v != nil && v.Kind == ir.KindInput && v.DType.IsFloat() && !isBNStat(v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func isBNStat(v *ir.Value) bool {
+	for _, u := range v.Uses() {
+		if u.Op.Type == "BatchNormalization" && u.Op.Domain == "" && (u.Index == 3 || u.Index == 4) {
+			return true
+		}
+	}
+	return false
+}
+
+// MinTrainOpset is the lowest default-domain opset a training step is
+// built for: gradient rules use ScatterElements/ScatterND with
+// reduction="add", which opset 16 introduced.
+const MinTrainOpset = 16
+
+// BuildTrainingStep turns a forward model into its training step, in
+// place: a loss on the model's first output, the backward graph, and
+// the optimizer update. Parameters become graph inputs (their data stays
+// as initializer defaults) and their updated values graph outputs; the
+// pairs are recorded in the TrainingKey metadata.
+func BuildTrainingStep(m *ir.Model, opts TrainOptions) (*TrainingInfo, error) {
+	if _, done := m.Meta[TrainingKey]; done {
+		return nil, fmt.Errorf("the model already is a training step")
+	}
+	if v := m.Opset(""); v < MinTrainOpset {
+		return nil, fmt.Errorf("training needs a model of opset %d or newer, this one imports opset %d (re-export it with a newer opset)", MinTrainOpset, v)
+	}
+	g := m.Graph
+	if len(g.Outputs) == 0 {
+		return nil, fmt.Errorf("the model has no outputs")
+	}
+	for _, op := range g.Order() {
+		if op.Phase != ir.Forward {
+			return nil, fmt.Errorf("%s is a %v op: the model already contains a training step", op.Describe(), op.Phase)
+		}
+	}
+	params := Params(m)
+	if len(params) == 0 {
+		return nil, fmt.Errorf("the model has no trainable parameters (floating-point initializers)")
+	}
+	pred := g.Outputs[0]
+	ti := &TrainingInfo{Optimizer: opts.Optimizer}
+	if ti.Optimizer == "" {
+		ti.Optimizer = "sgd"
+	}
+	loss, err := addLoss(m, pred, opts.Loss, ti)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := autodiff.Grad(m, loss, params)
+	if err != nil {
+		return nil, err
+	}
+	outputs := []*ir.Value{loss}
+	ti.Loss = loss.Name
+	keep := opts.KeepGrads || ti.Optimizer == "none"
+	ub := autodiff.NewBuilder(m, ir.Update, "update/")
+	for i, p := range params {
+		ti.Params = append(ti.Params, p.Name)
+		if grads[i] == nil {
+			return nil, fmt.Errorf("parameter %q does not affect the loss", p.Name)
+		}
+		if p.Kind == ir.KindInit && !slices.Contains(g.Inputs, p) {
+			g.Inputs = append(g.Inputs, p)
+		}
+	}
+	if keep {
+		ti.Grads = map[string]string{}
+		for i, p := range params {
+			gv := grads[i]
+			if gv.Kind != ir.KindOp || slices.Contains(outputs, gv) {
+				gv = ub.Op("Identity", []*ir.Value{gv})
+			}
+			outputs = append(outputs, gv)
+			ti.Grads[p.Name] = gv.Name
+		}
+	}
+	upd, err := addOptimizer(m, ub, params, grads, opts, ti)
+	if err != nil {
+		return nil, err
+	}
+	outputs = append(outputs, upd...)
+	outputs = append(outputs, bnRunningStats(m, ub, ti)...)
+	if err := ub.Err(); err != nil {
+		return nil, err
+	}
+	g.Outputs = outputs
+	js, _ := json.Marshal(ti)
+	m.Meta[TrainingKey] = string(js)
+	if err := ir.Verify(m); err != nil {
+		return nil, fmt.Errorf("training step does not verify: %w", err)
+	}
+	return ti, nil
+}
+
+func addLoss(m *ir.Model, pred *ir.Value, kind string, ti *TrainingInfo) (*ir.Value, error) {
+	g := m.Graph
+	if kind == "" || kind == "auto" {
+		switch {
+		case len(pred.Shape) == 0 || (len(pred.Shape) == 1 && pred.Shape[0] == 1):
+			kind = "none"
+		case (len(pred.Shape) == 2 || len(pred.Shape) == 3) && pred.DType.IsFloat():
+			kind = "cross-entropy"
+		default:
+			return nil, fmt.Errorf("cannot choose a loss for output %q of shape %v: give --loss mse or --loss none", pred.Name, pred.Shape)
+		}
+	}
+	ti.LossKind = kind
+	b := autodiff.NewBuilder(m, ir.Loss, "loss/")
+	var loss *ir.Value
+	switch kind {
+	case "none":
+		if n, _ := pred.Shape.NumElements(); n != 1 || !autodiff.Differentiable(pred.DType) {
+			return nil, fmt.Errorf("--loss none needs a scalar floating-point output, %q is %v%v", pred.Name, pred.DType, pred.Shape)
+		}
+		loss = pred
+		if len(pred.Shape) != 0 {
+			loss = b.Reshape(pred, ir.Shape{})
+		}
+	case "cross-entropy":
+		if len(pred.Shape) < 2 || !autodiff.Differentiable(pred.DType) {
+			return nil, fmt.Errorf("cross-entropy needs logits [N, C] or [N, T, V], %q is %v%v", pred.Name, pred.DType, pred.Shape)
+		}
+		ti.Labels = freshName(g, "labels")
+		ti.Classes = pred.Shape[len(pred.Shape)-1]
+		labels, err := g.AddInput(ti.Labels, ir.Int64, pred.Shape[:len(pred.Shape)-1].Clone())
+		if err != nil {
+			return nil, err
+		}
+		lsm := b.Op("LogSoftmax", []*ir.Value{pred}, ir.Attr{Name: "axis", Type: ir.AttrInt, Int: -1})
+		idx := b.Op("Unsqueeze", []*ir.Value{labels, b.Ints(-1)})
+		picked := b.Op("GatherElements", []*ir.Value{lsm, idx}, ir.Attr{Name: "axis", Type: ir.AttrInt, Int: -1})
+		mean := b.Op("ReduceMean", []*ir.Value{picked}, ir.Attr{Name: "keepdims", Type: ir.AttrInt, Int: 0})
+		loss = b.Neg(mean)
+	case "mse":
+		if !autodiff.Differentiable(pred.DType) {
+			return nil, fmt.Errorf("mse needs a floating-point output, %q is %v", pred.Name, pred.DType)
+		}
+		ti.Labels = freshName(g, "target")
+		target, err := g.AddInput(ti.Labels, pred.DType, pred.Shape.Clone())
+		if err != nil {
+			return nil, err
+		}
+		d := b.Sub(pred, target)
+		loss = b.Op("ReduceMean", []*ir.Value{b.Mul(d, d)}, ir.Attr{Name: "keepdims", Type: ir.AttrInt, Int: 0})
+	default:
+		return nil, fmt.Errorf("unknown loss %q (cross-entropy, mse, none)", kind)
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	if loss != pred {
+		loss = renameOutput(b, loss, freshName(g, "loss"))
+	}
+	return loss, b.Err()
+}
+
+// renameOutput gives a value a stable name by passing it through
+// Identity (names of emitted values are generated).
+func renameOutput(b *autodiff.Builder, v *ir.Value, name string) *ir.Value {
+	if v == nil {
+		return nil
+	}
+	op, err := b.G.NewOp("Identity", "", name, []*ir.Value{v}, []string{name}, nil)
+	if err != nil {
+		b.Fail("%v", err)
+		return nil
+	}
+	op.Phase = b.Phase
+	if err := ir.InferAndSet(op, b.M.Opset("")); err != nil {
+		b.Fail("%v", err)
+		return nil
+	}
+	return op.Output(0)
+}
+
+func freshName(g *ir.Graph, base string) string {
+	name := base
+	for i := 1; g.Lookup(name) != nil; i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	return name
+}
+
+// addOptimizer emits the update of every parameter and returns the new
+// outputs (updated parameters, then optimizer state).
+func addOptimizer(m *ir.Model, b *autodiff.Builder, params, grads []*ir.Value, o TrainOptions, ti *TrainingInfo) ([]*ir.Value, error) {
+	g := m.Graph
+	def := func(x, d float64) float64 {
+		if x == 0 {
+			return d
+		}
+		return x
+	}
+	var outs []*ir.Value
+	var state []*ir.Value
+	feedback := func(in, out *ir.Value) {
+		ti.Feedback = append(ti.Feedback, [2]string{out.Name, in.Name})
+	}
+	newState := func(p *ir.Value, what string, zeros bool) (*ir.Value, error) {
+		t, err := ir.NewTensor(p.DType, p.Shape.Clone(), make([]byte, p.Bytes()))
+		if err != nil {
+			return nil, err
+		}
+		if !zeros {
+			t = ir.TensorFromFloat64s(p.DType, ir.Shape{}, []float64{0})
+		}
+		v, err := g.AddInit(freshName(g, "opt."+what+"."+p.Name), t)
+		if err != nil {
+			return nil, err
+		}
+		g.Inputs = append(g.Inputs, v)
+		return v, nil
+	}
+	var step, stepNext *ir.Value
+	switch ti.Optimizer {
+	case "none":
+		return nil, nil
+	case "sgd", "momentum":
+	case "adam":
+		var err error
+		if step, err = newState(params[0], "step", false); err != nil {
+			return nil, err
+		}
+		stepNext = renameOutput(b, b.Add(step, b.Scalar(step.DType, 1)), step.Name+".next")
+	default:
+		return nil, fmt.Errorf("unknown optimizer %q (sgd, momentum, adam, none)", ti.Optimizer)
+	}
+	for i, p := range params {
+		gr := grads[i]
+		dt := p.DType
+		if o.WeightDecay != 0 {
+			gr = b.Add(gr, b.Mul(p, b.Scalar(dt, o.WeightDecay)))
+		}
+		var next *ir.Value
+		switch ti.Optimizer {
+		case "sgd":
+			next = b.Sub(p, b.Mul(gr, b.Scalar(dt, def(o.LR, 0.01))))
+		case "momentum":
+			v, err := newState(p, "momentum", true)
+			if err != nil {
+				return nil, err
+			}
+			vn := renameOutput(b, b.Add(b.Mul(v, b.Scalar(dt, def(o.Momentum, 0.9))), gr), v.Name+".next")
+			next = b.Sub(p, b.Mul(vn, b.Scalar(dt, def(o.LR, 0.01))))
+			state = append(state, vn)
+			feedback(v, vn)
+		case "adam":
+			b1, b2 := def(o.Beta1, 0.9), def(o.Beta2, 0.999)
+			mv, err := newState(p, "adam_m", true)
+			if err != nil {
+				return nil, err
+			}
+			vv, err := newState(p, "adam_v", true)
+			if err != nil {
+				return nil, err
+			}
+			mn := renameOutput(b, b.Add(b.Mul(mv, b.Scalar(dt, b1)), b.Mul(gr, b.Scalar(dt, 1-b1))), mv.Name+".next")
+			vn := renameOutput(b, b.Add(b.Mul(vv, b.Scalar(dt, b2)), b.Mul(b.Mul(gr, gr), b.Scalar(dt, 1-b2))), vv.Name+".next")
+			// Bias corrections 1 − β^t with t the updated step count.
+			c1 := b.Sub(b.Scalar(dt, 1), b.Op("Pow", []*ir.Value{b.Scalar(dt, b1), stepNext}))
+			c2 := b.Sub(b.Scalar(dt, 1), b.Op("Pow", []*ir.Value{b.Scalar(dt, b2), stepNext}))
+			mhat := b.Div(mn, c1)
+			vhat := b.Div(vn, c2)
+			denom := b.Add(b.Op("Sqrt", []*ir.Value{vhat}), b.Scalar(dt, def(o.Eps, 1e-8)))
+			next = b.Sub(p, b.Mul(b.Div(mhat, denom), b.Scalar(dt, def(o.LR, 0.001))))
+			state = append(state, mn, vn)
+			feedback(mv, mn)
+			feedback(vv, vn)
+		}
+		next = renameOutput(b, next, freshName(g, p.Name+".next"))
+		if err := b.Err(); err != nil {
+			return nil, err
+		}
+		outs = append(outs, next)
+		feedback(p, next)
+	}
+	if stepNext != nil {
+		state = append(state, stepNext)
+		feedback(step, stepNext)
+	}
+	return append(outs, state...), b.Err()
+}
+
+// bnRunningStats makes the running mean and variance that training-mode
+// BatchNormalization computes into step outputs fed back as its inputs,
+// so they are updated from step to step as in PyTorch.
+func bnRunningStats(m *ir.Model, b *autodiff.Builder, ti *TrainingInfo) []*ir.Value {
+	g := m.Graph
+	var outs []*ir.Value
+	for _, op := range g.Order() {
+		if op.Type != "BatchNormalization" || op.Domain != "" || op.Phase != ir.Forward || op.AttrInt("training_mode", 0) == 0 {
+			continue
+		}
+		for k := 1; k <= 2; k++ {
+			in, out := op.Input(2+k), op.Output(k)
+			if in == nil || out == nil || (in.Kind != ir.KindInit && in.Kind != ir.KindInput) {
+				continue
+			}
+			if in.Kind == ir.KindInit && !slices.Contains(g.Inputs, in) {
+				g.Inputs = append(g.Inputs, in)
+			}
+			outs = append(outs, out)
+			ti.Feedback = append(ti.Feedback, [2]string{out.Name, in.Name})
+		}
+	}
+	return outs
+}

@@ -28,7 +28,9 @@ func Register(domain, typ string, r Rule) {
 func HasRule(domain, typ string) bool { _, ok := rules[ruleKey(domain, typ)]; return ok }
 
 // Differentiable reports whether a value of type dt can carry a gradient.
-func Differentiable(dt ir.DType) bool { return dt == ir.Float || dt == ir.Double || dt == ir.Float16 || dt == ir.BFloat16 }
+func Differentiable(dt ir.DType) bool {
+	return dt == ir.Float || dt == ir.Double || dt == ir.Float16 || dt == ir.BFloat16
+}
 
 // Grad appends to m the backward graph of loss (a scalar) with respect
 // to wrt, seeding d loss = 1. It returns the gradient of each value in

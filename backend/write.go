@@ -178,7 +178,6 @@ func metadata(src []*onnxpb.StringStringEntryProto, meta map[string]string) []*o
 	return out
 }
 
-
 func graphToProto(g *ir.Graph) (*onnxpb.GraphProto, error) {
 	src, _ := g.Src.(*onnxpb.GraphProto)
 	out := &onnxpb.GraphProto{}

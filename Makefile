@@ -14,6 +14,10 @@ GO       ?= go
 PYTHON   ?= /usr/bin/python3
 FUZZTIME ?= 60s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
+# The float32 matrix products use OpenBLAS through cgo when its
+# development files are installed (6–8× gonum's pure-Go BLAS, see
+# docs/blas.md); otherwise the pure-Go default. Override with GOTAGS=.
+GOTAGS   ?= $(shell [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] && echo openblas)
 export PATH := $(GOBIN):$(PATH)
 
 .PHONY: all build test test-go fuzz fuzz-ci bench lint proto models torch-models deps clean
@@ -21,7 +25,7 @@ export PATH := $(GOBIN):$(PATH)
 all: build
 
 build:
-	$(GO) build -o bin/tsplitc ./cmd/tsplitc
+	$(GO) build -tags '$(GOTAGS)' -o bin/tsplitc ./cmd/tsplitc
 
 deps:
 	bash scripts/install-deps.sh
@@ -32,7 +36,7 @@ torch-models: deps
 # The whole suite: oracles installed by the project's own script, real
 # PyTorch exports, every Go test, and a short fuzz run of the decoder.
 test: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 $(GO) test -timeout 9m ./...
+	TSPLIT_REQUIRE_ORACLES=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
 	$(MAKE) fuzz FUZZTIME=5s
 
 # Tests without installing anything: tests needing absent oracles skip.
@@ -43,7 +47,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./compiler
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...
 
 lint:
 	$(GO) vet ./...

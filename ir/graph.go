@@ -242,3 +242,32 @@ func (g *Graph) Position() []int {
 	}
 	return pos
 }
+
+// AddOutput gives op a new output value at index i, which must be absent
+// (past the end, or a nil optional output), and infers its type. It is
+// how a gradient rule asks a forward op for an optional output it needs,
+// such as MaxPool's Indices or Dropout's mask, instead of recomputing.
+func (g *Graph) AddOutput(op *Op, i int, name string, opset int64) (*Value, error) {
+	if op.g != g || op.removed {
+		return nil, fmt.Errorf("ir: AddOutput: %s is not in this graph", op.Describe())
+	}
+	if i < len(op.outputs) && op.outputs[i] != nil {
+		return nil, fmt.Errorf("ir: AddOutput: %s already has output %d", op.Describe(), i)
+	}
+	for len(op.outputs) <= i {
+		op.outputs = append(op.outputs, nil)
+	}
+	v, err := g.newValue(name, KindOp)
+	if err != nil {
+		return nil, err
+	}
+	v.Def, v.DefIndex = op, i
+	op.outputs[i] = v
+	if err := InferAndSet(op, opset); err != nil {
+		op.outputs[i] = nil
+		g.values[v.ID] = nil
+		delete(g.byName, name)
+		return nil, err
+	}
+	return v, nil
+}

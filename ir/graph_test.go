@@ -146,3 +146,24 @@ func TestShapeBytesOverflow(t *testing.T) {
 		t.Fatalf("bytes = %d, %v", n, err)
 	}
 }
+
+func TestAddOutput(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 1, 1, 4, 4)
+	y := b.Op("MaxPool", V(x), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2))
+	m := b.Return(y)
+	op := y.Def
+	idx, err := m.Graph.AddOutput(op, 1, "indices", 17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.DType != ir.Int64 || idx.Shape.String() != "[1,1,2,2]" {
+		t.Fatalf("indices %v%v", idx.DType, idx.Shape)
+	}
+	if _, err := m.Graph.AddOutput(op, 1, "again", 17); err == nil {
+		t.Fatal("adding an existing output succeeded")
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -64,6 +64,9 @@ func (d *DataflowGraph) Op(n graph.Node) *Op {
 	return d.g.OpByID(OpID(n.ID()))
 }
 
+// ErrCycle reports a graph whose ops cannot be ordered.
+var ErrCycle = errors.New("ir: the graph has a cycle")
+
 // TopoOrder returns a topological order of the ops. Ties are broken by
 // the current position in the graph's order, so an order that already is
 // topological comes back unchanged and the result is deterministic. A

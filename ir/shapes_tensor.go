@@ -109,15 +109,24 @@ func inferConcat(c *InferCtx) error {
 	return nil
 }
 
-func inferSplit(c *InferCtx) error {
+// SplitSizes resolves a Split op at the given opset: the axis of input 0
+// it splits (normalised) and the size of each output along it, from the
+// split input (opset >= 13), the split attribute (opset < 13),
+// num_outputs (opset >= 18) or an even split. Gradient rules use it so
+// the Split semantics live in one place.
+func SplitSizes(op *Op, opset int64) (axis int, sizes []int64, err error) {
+	return splitSizes(&InferCtx{Op: op, Opset: opset})
+}
+
+func splitSizes(c *InferCtx) (int, []int64, error) {
 	x := c.In(0)
 	r := len(x.Shape)
 	if r == 0 {
-		return c.Errorf("input 0 is a scalar, Split needs a tensor of rank >= 1")
+		return 0, nil, c.Errorf("input 0 is a scalar, Split needs a tensor of rank >= 1")
 	}
 	axis, err := normAxis(c, "attribute axis", c.Op.AttrInt("axis", 0), r)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	dim := x.Shape[axis]
 	n := c.NumOut()
@@ -125,10 +134,10 @@ func inferSplit(c *InferCtx) error {
 	switch {
 	case c.In(1) != nil:
 		if hasAttr(c, "split") {
-			return c.Errorf("split sizes are given both as attribute (opset < 13) and as input 1 (opset >= 13)")
+			return 0, nil, c.Errorf("split sizes are given both as attribute (opset < 13) and as input 1 (opset >= 13)")
 		}
 		if sizes, err = constIntsInput(c, 1, "split sizes"); err != nil {
-			return err
+			return 0, nil, err
 		}
 		if len(sizes) == 0 { // an empty split input means "not given"
 			sizes = chunkSizes(dim, int64(n))
@@ -138,27 +147,36 @@ func inferSplit(c *InferCtx) error {
 	case hasAttr(c, "num_outputs"):
 		k := c.Op.AttrInt("num_outputs", 0)
 		if k != int64(n) {
-			return c.Errorf("attribute num_outputs is %d but the node has %d outputs", k, n)
+			return 0, nil, c.Errorf("attribute num_outputs is %d but the node has %d outputs", k, n)
 		}
 		sizes = chunkSizes(dim, int64(n))
 	default:
 		if dim%int64(n) != 0 && c.Opset < 18 {
-			return c.Errorf("dimension %d of size %d does not split evenly into %d outputs", axis, dim, n)
+			return 0, nil, c.Errorf("dimension %d of size %d does not split evenly into %d outputs", axis, dim, n)
 		}
 		sizes = chunkSizes(dim, int64(n))
 	}
 	if len(sizes) != n {
-		return c.Errorf("split sizes %v have %d entries, the node has %d outputs", sizes, len(sizes), n)
+		return 0, nil, c.Errorf("split sizes %v have %d entries, the node has %d outputs", sizes, len(sizes), n)
 	}
 	sum := int64(0)
 	for _, s := range sizes {
 		if s < 0 {
-			return c.Errorf("split sizes %v: negative size (dimension %d of size %d into %d outputs)", sizes, axis, dim, n)
+			return 0, nil, c.Errorf("split sizes %v: negative size (dimension %d of size %d into %d outputs)", sizes, axis, dim, n)
 		}
 		sum += s
 	}
 	if sum != dim {
-		return c.Errorf("split sizes %v sum to %d, dimension %d has size %d", sizes, sum, axis, dim)
+		return 0, nil, c.Errorf("split sizes %v sum to %d, dimension %d has size %d", sizes, sum, axis, dim)
+	}
+	return axis, sizes, nil
+}
+
+func inferSplit(c *InferCtx) error {
+	x := c.In(0)
+	axis, sizes, err := splitSizes(c)
+	if err != nil {
+		return err
 	}
 	t := foldIn(c, 0)
 	start := int64(0)
@@ -196,46 +214,55 @@ func chunkSizes(dim, n int64) []int64 {
 	return out
 }
 
-func inferSlice(c *InferCtx) error {
+// SliceRanges resolves a Slice op (starts/ends/axes/steps as inputs
+// since opset 10, or the opset-1 attributes) per axis of input 0: output
+// element k along axis d is input element first[d] + k*step[d], for
+// k < count[d] (count is the output dimension). Axes the op does not
+// slice have first 0, step 1 and the full dimension. Gradient rules use
+// it so the Slice semantics live in one place.
+func SliceRanges(op *Op) (first, step, count []int64, err error) {
+	return sliceRanges(&InferCtx{Op: op})
+}
+
+func sliceRanges(c *InferCtx) (first, step, count []int64, err error) {
 	x := c.In(0)
 	r := len(x.Shape)
 	var starts, ends, axes, steps []int64
-	var err error
 	switch {
 	case c.NumIn() >= 3:
 		if hasAttr(c, "starts") || hasAttr(c, "ends") || hasAttr(c, "axes") {
-			return c.Errorf("starts/ends/axes are given both as attributes (opset < 10) and as inputs (opset >= 10)")
+			return nil, nil, nil, c.Errorf("starts/ends/axes are given both as attributes (opset < 10) and as inputs (opset >= 10)")
 		}
 		if starts, err = constIntsInput(c, 1, "starts"); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		if ends, err = constIntsInput(c, 2, "ends"); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		if c.In(3) != nil {
 			if axes, err = constIntsInput(c, 3, "axes"); err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 		}
 		if c.In(4) != nil {
 			if steps, err = constIntsInput(c, 4, "steps"); err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 		}
 	case c.NumIn() == 1:
 		if !hasAttr(c, "starts") || !hasAttr(c, "ends") {
-			return c.Errorf("has 1 input and no starts/ends attributes; Slice takes data, starts, ends[, axes, steps]")
+			return nil, nil, nil, c.Errorf("has 1 input and no starts/ends attributes; Slice takes data, starts, ends[, axes, steps]")
 		}
 		starts, ends, axes = c.Op.AttrInts("starts", nil), c.Op.AttrInts("ends", nil), c.Op.AttrInts("axes", nil)
 	default:
-		return c.Errorf("has %d inputs, Slice takes data, starts, ends[, axes, steps]", c.NumIn())
+		return nil, nil, nil, c.Errorf("has %d inputs, Slice takes data, starts, ends[, axes, steps]", c.NumIn())
 	}
 	if len(starts) != len(ends) {
-		return c.Errorf("starts has %d values and ends has %d; they must match", len(starts), len(ends))
+		return nil, nil, nil, c.Errorf("starts has %d values and ends has %d; they must match", len(starts), len(ends))
 	}
 	if axes == nil {
 		if len(starts) > r {
-			return c.Errorf("starts has %d values, input 0 has rank %d", len(starts), r)
+			return nil, nil, nil, c.Errorf("starts has %d values, input 0 has rank %d", len(starts), r)
 		}
 		axes = make([]int64, len(starts))
 		for i := range axes {
@@ -243,7 +270,7 @@ func inferSlice(c *InferCtx) error {
 		}
 	}
 	if len(axes) != len(starts) {
-		return c.Errorf("axes has %d values, starts has %d; they must match", len(axes), len(starts))
+		return nil, nil, nil, c.Errorf("axes has %d values, starts has %d; they must match", len(axes), len(starts))
 	}
 	if steps == nil {
 		steps = make([]int64, len(starts))
@@ -252,25 +279,35 @@ func inferSlice(c *InferCtx) error {
 		}
 	}
 	if len(steps) != len(starts) {
-		return c.Errorf("steps has %d values, starts has %d; they must match", len(steps), len(starts))
+		return nil, nil, nil, c.Errorf("steps has %d values, starts has %d; they must match", len(steps), len(starts))
 	}
 	ax, err := normAxes(c, "axes", axes, r)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	out := x.Shape.Clone()
-	first := make([]int64, r)
-	step := make([]int64, r)
+	count = x.Shape.Clone()
+	first = make([]int64, r)
+	step = make([]int64, r)
 	for i := range step {
 		step[i] = 1
 	}
 	for i, a := range ax {
 		if steps[i] == 0 {
-			return c.Errorf("steps has 0 for axis %d", axes[i])
+			return nil, nil, nil, c.Errorf("steps has 0 for axis %d", axes[i])
 		}
 		s, n := sliceRange(x.Shape[a], starts[i], ends[i], steps[i])
-		out[a], first[a], step[a] = n, s, steps[i]
+		count[a], first[a], step[a] = n, s, steps[i]
 	}
+	return first, step, count, nil
+}
+
+func inferSlice(c *InferCtx) error {
+	x := c.In(0)
+	first, step, count, err := sliceRanges(c)
+	if err != nil {
+		return err
+	}
+	out := Shape(count)
 	c.SetOut(0, x.DType, out)
 	if t := foldIn(c, 0); t != nil && foldSize(out) {
 		st := strides(t.Shape)
@@ -313,34 +350,31 @@ func sliceRange(dim, start, end, step int64) (first, n int64) {
 	return start, ceilDiv(start-end, -step)
 }
 
-func inferPad(c *InferCtx) error {
-	x := c.In(0)
-	r := len(x.Shape)
-	switch mode := c.Op.AttrString("mode", "constant"); mode {
-	case "constant", "reflect", "edge", "wrap":
-	default:
-		return c.Errorf("attribute mode is %q, want constant, reflect, edge or wrap", mode)
-	}
+// PadAmounts resolves the pads of a Pad op (input 1 since opset 11, the
+// opset-2 attribute before, restricted to input 3's axes since opset 18)
+// per axis of input 0: begin[d] and end[d] elements are added before and
+// after axis d (negative amounts crop). Gradient rules use it so the Pad
+// semantics live in one place.
+func PadAmounts(op *Op) (begin, end []int64, err error) {
+	return padAmounts(&InferCtx{Op: op})
+}
+
+func padAmounts(c *InferCtx) (begin, end []int64, err error) {
+	r := len(c.In(0).Shape)
 	var pads []int64
-	var err error
 	if c.NumIn() >= 2 {
 		if hasAttr(c, "pads") {
-			return c.Errorf("pads are given both as attribute (opset < 11) and as input 1 (opset >= 11)")
+			return nil, nil, c.Errorf("pads are given both as attribute (opset < 11) and as input 1 (opset >= 11)")
 		}
 		if pads, err = constIntsInput(c, 1, "pads"); err != nil {
-			return err
+			return nil, nil, err
 		}
 	} else {
 		a := c.Op.Attr("pads")
 		if a == nil {
-			return c.Errorf("has no pads: Pad takes them as input 1 (or, before opset 11, as an attribute)")
+			return nil, nil, c.Errorf("has no pads: Pad takes them as input 1 (or, before opset 11, as an attribute)")
 		}
 		pads = a.Ints
-	}
-	if v := c.In(2); v != nil {
-		if v.DType != x.DType || numElems(v.Shape) != 1 || len(v.Shape) > 1 {
-			return c.Errorf("input 2 (constant_value) is %v%v, want a scalar of the data type %v", v.DType, v.Shape, x.DType)
-		}
 	}
 	ax := make([]int, r)
 	for i := range ax {
@@ -349,21 +383,44 @@ func inferPad(c *InferCtx) error {
 	if c.In(3) != nil {
 		axes, err := constIntsInput(c, 3, "axes")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if ax, err = normAxes(c, "input 3 (axes)", axes, r); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if len(pads) != 2*len(ax) {
-		return c.Errorf("pads has %d values, want %d (begin and end for each of %d axes)", len(pads), 2*len(ax), len(ax))
+		return nil, nil, c.Errorf("pads has %d values, want %d (begin and end for each of %d axes)", len(pads), 2*len(ax), len(ax))
 	}
-	out := x.Shape.Clone()
+	begin, end = make([]int64, r), make([]int64, r)
 	n := len(ax)
 	for i, a := range ax {
-		d := out[a] + pads[i] + pads[i+n]
+		begin[a], end[a] = pads[i], pads[i+n]
+	}
+	return begin, end, nil
+}
+
+func inferPad(c *InferCtx) error {
+	x := c.In(0)
+	switch mode := c.Op.AttrString("mode", "constant"); mode {
+	case "constant", "reflect", "edge", "wrap":
+	default:
+		return c.Errorf("attribute mode is %q, want constant, reflect, edge or wrap", mode)
+	}
+	begin, end, err := padAmounts(c)
+	if err != nil {
+		return err
+	}
+	if v := c.In(2); v != nil {
+		if v.DType != x.DType || numElems(v.Shape) != 1 || len(v.Shape) > 1 {
+			return c.Errorf("input 2 (constant_value) is %v%v, want a scalar of the data type %v", v.DType, v.Shape, x.DType)
+		}
+	}
+	out := x.Shape.Clone()
+	for a := range out {
+		d := out[a] + begin[a] + end[a]
 		if d < 0 {
-			return c.Errorf("pads %v make dimension %d negative (%d + %d + %d)", pads, a, out[a], pads[i], pads[i+n])
+			return c.Errorf("pads (begin %d, end %d) make dimension %d negative (%d + %d + %d)", begin[a], end[a], a, out[a], begin[a], end[a])
 		}
 		out[a] = d
 	}

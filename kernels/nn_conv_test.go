@@ -437,3 +437,25 @@ func nnGroupOf(attrs []*onnxpb.AttributeProto) int64 {
 	}
 	return 1
 }
+
+// TestNNGuard: tensors that disagree with the op are refused, not read
+// out of range.
+func TestNNGuard(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 25))
+	x, w := nnF(r, 1, 2, 5, 5), nnF(r, 3, 2, 3, 3)
+	op := nnOp(t, 17, "Conv", []nnIn{x, w}, []string{"y"})
+	k := Lookup("", "Conv")
+	good := nnRun(t, op, []nnIn{x, w})
+	xt, _ := NewTensor(ir.Float, ir.Shape{1, 2, 4, 5}) // wrong shape
+	wt, _ := NewTensor(ir.Float, ir.Shape{3, 2, 3, 3})
+	if err := k.Run(&Ctx{Op: op, In: []*Tensor{xt, wt}, Out: good}); err == nil {
+		t.Error("Conv accepted an input of the wrong shape")
+	}
+	short := &Tensor{DType: ir.Float, Shape: ir.Shape{1, 2, 5, 5}, Data: make([]byte, 8)}
+	if err := k.Run(&Ctx{Op: op, In: []*Tensor{short, wt}, Out: good}); err == nil {
+		t.Error("Conv accepted an input with too few bytes")
+	}
+	if err := k.Run(&Ctx{Op: op, In: []*Tensor{nil, wt}, Out: good}); err == nil {
+		t.Error("Conv accepted a missing input")
+	}
+}

@@ -12,11 +12,9 @@ import (
 // Opset 13 changed their meaning: from 13 on they normalise along the
 // single dimension axis (default -1); before 13 the input is coerced to
 // 2-D, (prod(shape[:axis]), prod(shape[axis:])) with axis default 1, and
-// each row of that matrix is normalised. A kernel sees only the op, not
-// the model's opset (ir.InferCtx has it, kernels.Ctx does not), so the
-// registered kernels assume opset >= 13. Both readings agree whenever
-// axis is the last dimension (the common case: axis -1 or rank-1);
-// softmaxDims implements both for when the opset becomes known.
+// each row of that matrix is normalised. The kernel reads the model's
+// opset from Ctx.Opset; an unknown opset (0) counts as 13 or later. Both
+// readings agree whenever axis is the last dimension.
 
 func init() {
 	nnReg("Softmax", 1, 1, Kernel{Run: func(c *Ctx) error { return runSoftmax(c, false) }}, nil)
@@ -41,7 +39,12 @@ func softmaxDims(shape ir.Shape, axis int64, legacy bool) (outer, n, inner int, 
 }
 
 func runSoftmax(c *Ctx, log bool) error {
-	outer, n, inner, err := softmaxDims(c.In[0].Shape, c.Op.AttrInt("axis", -1), false)
+	legacy := c.Opset > 0 && c.Opset < 13
+	def := int64(-1)
+	if legacy {
+		def = 1
+	}
+	outer, n, inner, err := softmaxDims(c.In[0].Shape, c.Op.AttrInt("axis", def), legacy)
 	if err != nil {
 		return c.Errorf("%v", err)
 	}

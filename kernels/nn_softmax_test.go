@@ -65,8 +65,24 @@ func TestSoftmax(t *testing.T) {
 	nnClose(t, "Softmax default axis", got[0].F32(), refSoftmax(x.data, 6, 4, 1, false), 1e-5)
 }
 
-// TestSoftmaxLegacyDims pins the opset < 13 coercion to 2-D that
-// softmaxDims implements for when the opset is known to the kernel.
+// TestSoftmaxOpset12 checks the opset < 13 reading through the kernel:
+// the input coerced to 2-D at axis (default 1).
+func TestSoftmaxOpset12(t *testing.T) {
+	r := rand.New(rand.NewPCG(64, 65))
+	x := nnF(r, 2, 3, 4)
+	for _, tc := range []struct {
+		attrs        []ir.Attr
+		outer, inner int
+	}{{nil, 2, 12}, {[]ir.Attr{nnAInt("axis", 2)}, 6, 4}, {[]ir.Attr{nnAInt("axis", 0)}, 1, 24}} {
+		for _, typ := range []string{"Softmax", "LogSoftmax"} {
+			op := nnOp(t, 12, typ, []nnIn{x}, []string{"y"}, tc.attrs...)
+			got := nnRunOpset(t, op, 12, []nnIn{x})
+			nnClose(t, fmt.Sprintf("%s opset 12 %v", typ, tc.attrs), got[0].F32(), refSoftmax(x.data, tc.outer, tc.inner, 1, typ == "LogSoftmax"), 1e-5)
+		}
+	}
+}
+
+// TestSoftmaxLegacyDims pins softmaxDims' two readings.
 func TestSoftmaxLegacyDims(t *testing.T) {
 	outer, n, inner, err := softmaxDims(ir.Shape{2, 3, 4, 5}, 1, true)
 	if err != nil || outer != 2 || n != 60 || inner != 1 {
@@ -88,4 +104,10 @@ func TestSoftmaxORT(t *testing.T) {
 			nnORTCase{onnxtest.Node(typ, "", nil, nil), []nnIO{nnORTIn(r, "x", 3, 4, 6)}, []nnIO{{name: "y"}}, 1e-5})
 	}
 	nnORTBatch(t, 17, cases)
+	// Opset 11: coerced to 2-D.
+	nnORTBatch(t, 11, []nnORTCase{
+		{onnxtest.Node("Softmax", "", nil, nil), []nnIO{nnORTIn(r, "x", 2, 3, 4)}, []nnIO{{name: "y"}}, 1e-5},
+		{onnxtest.Node("LogSoftmax", "", nil, nil, onnxtest.Int("axis", 1)), []nnIO{nnORTIn(r, "x", 2, 3, 4)}, []nnIO{{name: "y"}}, 1e-5},
+		{onnxtest.Node("Softmax", "", nil, nil, onnxtest.Int("axis", -2)), []nnIO{nnORTIn(r, "x", 2, 3, 4)}, []nnIO{{name: "y"}}, 1e-5},
+	})
 }

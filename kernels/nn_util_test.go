@@ -102,6 +102,12 @@ func nnOp(t testing.TB, opset int64, typ string, ins []nnIn, outs []string, attr
 // nnRun runs op's kernel on ins through Eval.
 func nnRun(t testing.TB, op *ir.Op, ins []nnIn) []*Tensor {
 	t.Helper()
+	return nnRunOpset(t, op, 0, ins)
+}
+
+// nnRunOpset runs op's kernel on ins through EvalOpset (opset 0: Eval).
+func nnRunOpset(t testing.TB, op *ir.Op, opset int64, ins []nnIn) []*Tensor {
+	t.Helper()
 	ts := make([]*Tensor, len(ins))
 	for i, in := range ins {
 		if op.Input(i) == nil {
@@ -118,7 +124,13 @@ func nnRun(t testing.TB, op *ir.Op, ins []nnIn) []*Tensor {
 		}
 		ts[i] = tt
 	}
-	out, err := Eval(op, ts, 0)
+	var out []*Tensor
+	var err error
+	if opset == 0 {
+		out, err = Eval(op, ts, 0)
+	} else {
+		out, err = EvalOpset(op, opset, ts, 0)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +219,7 @@ func nnORT(t *testing.T, opset int64, node *onnxpb.NodeProto, ins []nnIO, outs [
 // nnORTBatch puts every case's node into one model at the given opset,
 // all inputs graph inputs (names made unique per case), runs it once
 // through ONNX Runtime, imports it with compiler.Import, runs each op's
-// kernel through Eval and compares every output with ONNX Runtime's.
+// kernel through EvalOpset at the model's opset and compares every output with ONNX Runtime's.
 func nnORTBatch(t *testing.T, opset int64, cases []nnORTCase) {
 	t.Helper()
 	var nodes []*onnxpb.NodeProto
@@ -276,7 +288,7 @@ func nnORTBatch(t *testing.T, opset int64, cases []nnORTCase) {
 		for _, in := range tc.ins {
 			kin = append(kin, nnIn{shape: in.shape, data: in.data})
 		}
-		got := nnRun(t, op, kin)
+		got := nnRunOpset(t, op, model.Opset(""), kin)
 		desc := fmt.Sprintf("%s (case %d) vs ONNX Runtime", tc.node.GetOpType(), ci)
 		for i, o := range tc.outs {
 			if o.name == "" {

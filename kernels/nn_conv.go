@@ -58,7 +58,7 @@ func convWorkspace(op *ir.Op) int64 {
 	if err != nil {
 		return 0
 	}
-	return 4 * int64(p.colFloats())
+	return nnESize(op) * int64(p.colFloats())
 }
 
 func runConv(c *Ctx) error {
@@ -66,10 +66,17 @@ func runConv(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	x, w, y := c.In[0].F32(), c.In[1].F32(), c.Out[0].F32()
-	var bias []float32
+	if nnDouble(c) {
+		return convRun[float64](c, p)
+	}
+	return convRun[float32](c, p)
+}
+
+func convRun[T nnElem](c *Ctx, p *convPlan) error {
+	x, w, y := nnView[T](c.In[0]), nnView[T](c.In[1]), nnView[T](c.Out[0])
+	var bias []T
 	if len(c.In) > 2 && c.In[2] != nil {
-		bias = c.In[2].F32()
+		bias = nnView[T](c.In[2])
 	}
 	g := &p.g
 	inVol, outVol, kVol := g.inVol(), g.outVol(), g.kVol()
@@ -81,13 +88,14 @@ func runConv(c *Ctx) error {
 		return nil
 	}
 	kg := p.cg * kVol // GEMM inner dimension
-	var col []float32
+	var col []T
 	if !p.noCol {
+		es := int(nnESize(c.Op))
 		need := p.colFloats()
-		if len(c.Workspace) < 4*need {
-			return c.Errorf("workspace has %d bytes, Conv needs %d", len(c.Workspace), 4*need)
+		if len(c.Workspace) < es*need {
+			return c.Errorf("workspace has %d bytes, Conv needs %d", len(c.Workspace), es*need)
 		}
-		col = (&Tensor{Data: c.Workspace[:4*need]}).F32()
+		col = nnView[T](&Tensor{Data: c.Workspace[:es*need]})
 	}
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {
@@ -98,7 +106,7 @@ func runConv(c *Ctx) error {
 				b = col
 			}
 			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
-			sgemmPar(false, false, p.mg, outVol, kg, 1, w[gi*p.mg*kg:], kg, b, outVol, 0, yg, outVol)
+			nnGemm(false, false, p.mg, outVol, kg, 1, w[gi*p.mg*kg:], kg, b, outVol, 0, yg, outVol)
 		}
 	}
 	if bias != nil {
@@ -109,7 +117,7 @@ func runConv(c *Ctx) error {
 
 // addChannelBias adds bias[ch] to every element of channel ch of an
 // (n, m, vol) tensor.
-func addChannelBias(y, bias []float32, n, m, vol int) {
+func addChannelBias[T nnElem](y, bias []T, n, m, vol int) {
 	Parallel(n*m, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b := bias[i%m]
@@ -124,7 +132,7 @@ func addChannelBias(y, bias []float32, n, m, vol int) {
 // im2col writes the column matrix of x, ch channels of g.in, into col:
 // row (c, kd, kh, kw) holds, for every output position, the input
 // element that kernel tap meets there (zero in the padding).
-func im2col(g *nnGeom, x []float32, ch int, col []float32) {
+func im2col[T nnElem](g *nnGeom, x []T, ch int, col []T) {
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
@@ -167,7 +175,7 @@ func im2col(g *nnGeom, x []float32, ch int, col []float32) {
 // convDirect computes a convolution with one input channel per group
 // (depthwise, possibly with a channel multiplier) by direct loops,
 // parallel over (image, output channel).
-func convDirect(p *convPlan, x, w, bias, y []float32) {
+func convDirect[T nnElem](p *convPlan, x, w, bias, y []T) {
 	g := &p.g
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
@@ -178,7 +186,7 @@ func convDirect(p *convPlan, x, w, bias, y []float32) {
 			n, m := i/p.m, i%p.m
 			xc := x[(n*p.c+m/p.mg)*inVol:][:inVol] // cg == 1: channel m/mg
 			yc := y[i*outVol : (i+1)*outVol]
-			b := float32(0)
+			var b T
 			if bias != nil {
 				b = bias[m]
 			}

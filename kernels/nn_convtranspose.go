@@ -105,7 +105,7 @@ func convTransposeWorkspace(op *ir.Op) int64 {
 	if err != nil {
 		return 0
 	}
-	return 4 * int64(p.colFloats())
+	return nnESize(op) * int64(p.colFloats())
 }
 
 func runConvTranspose(c *Ctx) error {
@@ -113,10 +113,17 @@ func runConvTranspose(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	x, w, y := c.In[0].F32(), c.In[1].F32(), c.Out[0].F32()
-	var bias []float32
+	if nnDouble(c) {
+		return convTransposeRun[float64](c, p)
+	}
+	return convTransposeRun[float32](c, p)
+}
+
+func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
+	x, w, y := nnView[T](c.In[0]), nnView[T](c.In[1]), nnView[T](c.Out[0])
+	var bias []T
 	if len(c.In) > 2 && c.In[2] != nil {
-		bias = c.In[2].F32()
+		bias = nnView[T](c.In[2])
 	}
 	if len(y) == 0 {
 		return nil
@@ -124,13 +131,14 @@ func runConvTranspose(c *Ctx) error {
 	g := &p.g
 	inVol, outVol, kVol := g.inVol(), g.outVol(), g.kVol()
 	rows := p.mg * kVol // rows of Wᵍᵀ
-	var col []float32
+	var col []T
 	if !p.direct {
+		es := int(nnESize(c.Op))
 		need := p.colFloats()
-		if len(c.Workspace) < 4*need {
-			return c.Errorf("workspace has %d bytes, ConvTranspose needs %d", len(c.Workspace), 4*need)
+		if len(c.Workspace) < es*need {
+			return c.Errorf("workspace has %d bytes, ConvTranspose needs %d", len(c.Workspace), es*need)
 		}
-		col = (&Tensor{Data: c.Workspace[:4*need]}).F32()
+		col = nnView[T](&Tensor{Data: c.Workspace[:es*need]})
 	}
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {
@@ -138,11 +146,11 @@ func runConvTranspose(c *Ctx) error {
 			wg := w[gi*p.cg*rows:][:p.cg*rows]
 			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
 			if p.direct {
-				sgemmPar(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, yg, outVol)
+				nnGemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, yg, outVol)
 				continue
 			}
 			if inVol > 0 {
-				sgemmPar(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, col, inVol)
+				nnGemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, col, inVol)
 			}
 			col2im(g, col, p.mg, yg)
 		}
@@ -156,7 +164,7 @@ func runConvTranspose(c *Ctx) error {
 // col2im zeroes y (ch channels of g.out) and adds into it every column
 // entry at the output position its kernel tap reaches: row (c, kd, kh,
 // kw), column (id, ih, iw) goes to output (id·s - pb + kd·d, ...).
-func col2im(g *nnGeom, col []float32, ch int, y []float32) {
+func col2im[T nnElem](g *nnGeom, col []T, ch int, y []T) {
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]

@@ -6,7 +6,8 @@ import (
 	"github.com/tsplit/tsplit/ir"
 )
 
-// Gemm and MatMul, through sgemm (blas.go).
+// Gemm and MatMul, through nnGemm (nn_generic.go): sgemm (blas.go) for
+// float32, gonum's Dgemm for float64.
 
 func init() {
 	nnReg("Gemm", 2, 1, Kernel{Run: runGemm}, nil)
@@ -17,6 +18,13 @@ func init() {
 // unidirectionally) to (M, N). C is expanded into Y first and the
 // product accumulated onto it with BLAS's beta.
 func runGemm(c *Ctx) error {
+	if nnDouble(c) {
+		return gemmRun[float64](c)
+	}
+	return gemmRun[float32](c)
+}
+
+func gemmRun[T nnElem](c *Ctx) error {
 	as, bs := c.In[0].Shape, c.In[1].Shape
 	if len(as) != 2 || len(bs) != 2 {
 		return c.Errorf("needs 2-D A and B, got %v and %v", as, bs)
@@ -31,18 +39,18 @@ func runGemm(c *Ctx) error {
 	if tB {
 		n = int(bs[0])
 	}
-	y := c.Out[0].F32()
+	y := nnView[T](c.Out[0])
 	if len(y) != m*n {
 		return c.Errorf("output has %d elements, want %d×%d", len(y), m, n)
 	}
-	cb := float32(0)
+	var cb T
 	if len(c.In) > 2 && c.In[2] != nil && beta != 0 {
-		if err := nnBroadcastTo(y, ir.Shape{int64(m), int64(n)}, c.In[2].F32(), c.In[2].Shape); err != nil {
+		if err := nnBroadcastTo(y, ir.Shape{int64(m), int64(n)}, nnView[T](c.In[2]), c.In[2].Shape); err != nil {
 			return c.Errorf("input 2 (C): %v", err)
 		}
-		cb = beta
+		cb = T(beta)
 	}
-	sgemmPar(tA, tB, m, n, k, alpha, c.In[0].F32(), int(as[1]), c.In[1].F32(), int(bs[1]), cb, y, n)
+	nnGemm(tA, tB, m, n, k, T(alpha), nnView[T](c.In[0]), int(as[1]), nnView[T](c.In[1]), int(bs[1]), cb, y, n)
 	return nil
 }
 
@@ -120,16 +128,23 @@ func runMatMul(c *Ctx) error {
 	if err != nil {
 		return c.Errorf("%v", err)
 	}
-	a, b, y := c.In[0].F32(), c.In[1].F32(), c.Out[0].F32()
+	if nnDouble(c) {
+		matMul(p, nnView[float64](c.In[0]), nnView[float64](c.In[1]), nnView[float64](c.Out[0]))
+	} else {
+		matMul(p, nnView[float32](c.In[0]), nnView[float32](c.In[1]), nnView[float32](c.Out[0]))
+	}
+	return nil
+}
+
+func matMul[T nnElem](p *matmulPlan, a, b, y []T) {
 	if len(y) == 0 {
-		return nil
+		return
 	}
 	if p.foldM {
-		sgemmPar(false, false, p.batch*p.m, p.n, p.k, 1, a, p.k, b, p.n, 0, y, p.n)
-		return nil
+		nnGemm(false, false, p.batch*p.m, p.n, p.k, 1, a, p.k, b, p.n, 0, y, p.n)
+		return
 	}
-	sgemmBatch(p.batch, false, false, p.m, p.n, p.k, 1, 0, func(i int) ([]float32, int, []float32, int, []float32, int) {
+	nnGemmBatch(p.batch, false, false, p.m, p.n, p.k, 1, 0, func(i int) ([]T, int, []T, int, []T, int) {
 		return a[p.aOff(i):], p.k, b[p.bOff(i):], p.n, y[i*p.m*p.n:], p.n
 	})
-	return nil
 }

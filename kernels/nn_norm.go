@@ -13,7 +13,7 @@ import (
 func init() {
 	nnReg("BatchNormalization", 5, 1, Kernel{Run: runBatchNorm}, nil)
 	nnReg("LayerNormalization", 2, 1, Kernel{Run: runLayerNorm, Workspace: layerNormWorkspace},
-		func(i int, dt ir.DType) bool { return i > 0 && dt == ir.Double })
+		func(i int, dt ir.DType) bool { return i > 0 && (dt == ir.Float || dt == ir.Double) }) // stash_type
 }
 
 // batchNormTraining reports whether op normalises with batch statistics:
@@ -47,20 +47,27 @@ func batchNormTraining(op *ir.Op) bool {
 // convention; the ONNX text only says "saved variance"), the inverse
 // standard deviation 1/sqrt(batch_var + epsilon).
 func runBatchNorm(c *Ctx) error {
+	if nnDouble(c) {
+		return batchNormRun[float64](c)
+	}
+	return batchNormRun[float32](c)
+}
+
+func batchNormRun[T nnElem](c *Ctx) error {
 	xs := c.In[0].Shape
 	if len(xs) < 2 {
 		return c.Errorf("input has rank %d, needs (N, C, ...)", len(xs))
 	}
 	n, ch := int(xs[0]), int(xs[1])
 	vol := nnVol(xs[2:])
-	x, y := c.In[0].F32(), c.Out[0].F32()
-	scale, bias, mean, vr := c.In[1].F32(), c.In[2].F32(), c.In[3].F32(), c.In[4].F32()
+	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
+	scale, bias, mean, vr := nnView[T](c.In[1]), nnView[T](c.In[2]), nnView[T](c.In[3]), nnView[T](c.In[4])
 	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
 	momentum := float64(c.Op.AttrFloat("momentum", 0.9))
 	training := batchNormTraining(c.Op)
-	out := func(i int) []float32 {
+	out := func(i int) []T {
 		if i < len(c.Out) && c.Out[i] != nil {
-			return c.Out[i].F32()
+			return nnView[T](c.Out[i])
 		}
 		return nil
 	}
@@ -88,22 +95,22 @@ func runBatchNorm(c *Ctx) error {
 					bm, bv = math.NaN(), math.NaN()
 				}
 				if o := out(1); o != nil {
-					o[ci] = float32(m*momentum + bm*(1-momentum))
+					o[ci] = T(m*momentum + bm*(1-momentum))
 				}
 				if o := out(2); o != nil {
-					o[ci] = float32(v*momentum + bv*(1-momentum))
+					o[ci] = T(v*momentum + bv*(1-momentum))
 				}
 				if o := out(3); o != nil {
-					o[ci] = float32(bm)
+					o[ci] = T(bm)
 				}
 				if o := out(4); o != nil {
-					o[ci] = float32(1 / math.Sqrt(bv+eps))
+					o[ci] = T(1 / math.Sqrt(bv+eps))
 				}
 				m, v = bm, bv
 			}
 			a := float64(scale[ci]) / math.Sqrt(v+eps)
 			b := float64(bias[ci]) - m*a
-			af, bf := float32(a), float32(b)
+			af, bf := T(a), T(b)
 			for ni := 0; ni < n; ni++ {
 				off := (ni*ch + ci) * vol
 				src, dst := x[off:off+vol], y[off:off+vol]
@@ -141,7 +148,7 @@ func layerNormWorkspace(op *ir.Op) int64 {
 	var n int64
 	for i := 1; i <= 2; i++ {
 		if v := op.Input(i); v != nil && nnVol(v.Shape) != inner {
-			n += 4 * int64(inner)
+			n += nnESize(op) * int64(inner)
 		}
 	}
 	return n
@@ -152,26 +159,34 @@ func layerNormWorkspace(op *ir.Op) int64 {
 // (biased variance). Mean and InvStdDev, when present, get the row
 // statistics in the stash_type (float or double).
 func runLayerNorm(c *Ctx) error {
+	if nnDouble(c) {
+		return layerNormRun[float64](c)
+	}
+	return layerNormRun[float32](c)
+}
+
+func layerNormRun[T nnElem](c *Ctx) error {
 	outer, inner, norm, err := layerNormDims(c.Op)
 	if err != nil {
 		return err
 	}
 	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
-	x, y := c.In[0].F32(), c.Out[0].F32()
+	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
 	ws := c.Workspace
-	param := func(i int) ([]float32, error) {
+	es := int(nnESize(c.Op))
+	param := func(i int) ([]T, error) {
 		if i >= len(c.In) || c.In[i] == nil {
 			return nil, nil
 		}
-		p := c.In[i].F32()
+		p := nnView[T](c.In[i])
 		if len(p) == inner {
 			return p, nil
 		}
-		if len(ws) < 4*inner {
+		if len(ws) < es*inner {
 			return nil, c.Errorf("workspace too small to broadcast input %d", i)
 		}
-		dst := (&Tensor{Data: ws[:4*inner]}).F32()
-		ws = ws[4*inner:]
+		dst := nnView[T](&Tensor{Data: ws[:es*inner]})
+		ws = ws[es*inner:]
 		if err := nnBroadcastTo(dst, norm, p, c.In[i].Shape); err != nil {
 			return nil, c.Errorf("input %d: %v", i, err)
 		}
@@ -222,7 +237,7 @@ func runLayerNorm(c *Ctx) error {
 			case inv64 != nil:
 				inv64[r] = inv
 			}
-			mf, invf := float32(m), float32(inv)
+			mf, invf := T(m), T(inv)
 			for j, e := range row {
 				v := (e - mf) * invf
 				if scale != nil {
@@ -240,7 +255,7 @@ func runLayerNorm(c *Ctx) error {
 
 // nnBroadcastTo fills dst (shape to) with src (shape from) broadcast
 // numpy-style (right-aligned; dimensions of 1 repeat).
-func nnBroadcastTo(dst []float32, to ir.Shape, src []float32, from ir.Shape) error {
+func nnBroadcastTo[T nnElem](dst []T, to ir.Shape, src []T, from ir.Shape) error {
 	if len(from) > len(to) {
 		return fmt.Errorf("shape %v does not broadcast to %v", from, to)
 	}

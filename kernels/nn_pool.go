@@ -64,11 +64,18 @@ func (g *nnGeom) tapTable() *poolTaps {
 // padding never does. A NaN in the window makes the result NaN (as in
 // PyTorch; ONNX Runtime skips NaNs).
 func runMaxPool(c *Ctx) error {
+	if nnDouble(c) {
+		return maxPoolRun[float64](c)
+	}
+	return maxPoolRun[float32](c)
+}
+
+func maxPoolRun[T nnElem](c *Ctx) error {
 	g, planes, err := poolGeom(c.Op)
 	if err != nil {
 		return err
 	}
-	x, y := c.In[0].F32(), c.Out[0].F32()
+	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
 	var idx []int64
 	if len(c.Out) > 1 && c.Out[1] != nil {
 		idx = c.Out[1].I64()
@@ -92,7 +99,7 @@ func runMaxPool(c *Ctx) error {
 						wlo, whi, w0 := tt[2][ow].lo, tt[2][ow].hi, tt[2][ow].start
 						if idx == nil {
 							// The maximum alone: branch-free max (NaN propagates).
-							best := float32(math.Inf(-1))
+							best := T(math.Inf(-1))
 							for kd := dlo; kd < dhi; kd++ {
 								id := d0 + kd*g.d[0]
 								for kh := hlo; kh < hhi; kh++ {
@@ -114,7 +121,7 @@ func runMaxPool(c *Ctx) error {
 						}
 						// With its position: the first strictly greater value
 						// (or first NaN) wins; -1 for an empty window.
-						best, at := float32(math.Inf(-1)), -1
+						best, at := T(math.Inf(-1)), -1
 						for kd := dlo; kd < dhi; kd++ {
 							id := d0 + kd*g.d[0]
 							for kh := hlo; kh < hhi; kh++ {
@@ -152,12 +159,19 @@ func runMaxPool(c *Ctx) error {
 // ceil_mode a window running past the end padding is clipped to it (as
 // ONNX Runtime and PyTorch do).
 func runAveragePool(c *Ctx) error {
+	if nnDouble(c) {
+		return averagePoolRun[float64](c)
+	}
+	return averagePoolRun[float32](c)
+}
+
+func averagePoolRun[T nnElem](c *Ctx) error {
 	g, planes, err := poolGeom(c.Op)
 	if err != nil {
 		return err
 	}
 	includePad := c.Op.AttrInt("count_include_pad", 0) == 1
-	x, y := c.In[0].F32(), c.Out[0].F32()
+	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
 	inVol, outVol := g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	IH, IW := g.in[1], g.in[2]
@@ -183,7 +197,7 @@ func runAveragePool(c *Ctx) error {
 					hlo, hhi, h0 := tt[1][oh].lo, tt[1][oh].hi, tt[1][oh].start
 					for ow := 0; ow < OW; ow++ {
 						wlo, whi, w0 := tt[2][ow].lo, tt[2][ow].hi, tt[2][ow].start
-						var sum float32
+						var sum T
 						for kd := dlo; kd < dhi; kd++ {
 							id := d0 + kd*g.d[0]
 							for kh := hlo; kh < hhi; kh++ {
@@ -207,7 +221,7 @@ func runAveragePool(c *Ctx) error {
 							n = max(0, dhi-dlo) * max(0, hhi-hlo) * max(0, whi-wlo)
 						}
 						if n > 0 {
-							yp[o] = sum / float32(n)
+							yp[o] = sum / T(n)
 						} else {
 							yp[o] = 0
 						}
@@ -231,8 +245,16 @@ func globalPoolDims(c *Ctx) (planes, vol int) {
 }
 
 func runGlobalAveragePool(c *Ctx) error {
+	if nnDouble(c) {
+		globalAveragePool(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), c)
+	} else {
+		globalAveragePool(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), c)
+	}
+	return nil
+}
+
+func globalAveragePool[T nnElem](x, y []T, c *Ctx) {
 	planes, vol := globalPoolDims(c)
-	x, y := c.In[0].F32(), c.Out[0].F32()
 	Parallel(planes, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			var s float64
@@ -240,21 +262,28 @@ func runGlobalAveragePool(c *Ctx) error {
 				s += float64(v)
 			}
 			if vol > 0 {
-				y[pl] = float32(s / float64(vol))
+				y[pl] = T(s / float64(vol))
 			} else {
-				y[pl] = float32(math.NaN())
+				y[pl] = T(math.NaN())
 			}
 		}
 	})
-	return nil
 }
 
 func runGlobalMaxPool(c *Ctx) error {
+	if nnDouble(c) {
+		globalMaxPool(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), c)
+	} else {
+		globalMaxPool(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), c)
+	}
+	return nil
+}
+
+func globalMaxPool[T nnElem](x, y []T, c *Ctx) {
 	planes, vol := globalPoolDims(c)
-	x, y := c.In[0].F32(), c.Out[0].F32()
 	Parallel(planes, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
-			best := float32(math.Inf(-1))
+			best := T(math.Inf(-1))
 			for _, v := range x[pl*vol : (pl+1)*vol] {
 				if v > best {
 					best = v
@@ -263,5 +292,4 @@ func runGlobalMaxPool(c *Ctx) error {
 			y[pl] = best
 		}
 	})
-	return nil
 }

@@ -48,12 +48,16 @@ func runSoftmax(c *Ctx, log bool) error {
 	if err != nil {
 		return c.Errorf("%v", err)
 	}
-	softmax(c.In[0].F32(), c.Out[0].F32(), outer, n, inner, log)
+	if nnDouble(c) {
+		softmax(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), outer, n, inner, log)
+	} else {
+		softmax(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), outer, n, inner, log)
+	}
 	return nil
 }
 
 // softmax normalises x, viewed as (outer, n, inner), along n into y.
-func softmax(x, y []float32, outer, n, inner int, log bool) {
+func softmax[T nnElem](x, y []T, outer, n, inner int, log bool) {
 	if n == 0 {
 		return
 	}
@@ -61,7 +65,7 @@ func softmax(x, y []float32, outer, n, inner int, log bool) {
 		for col := lo; col < hi; col++ {
 			o, i := col/inner, col%inner
 			base := o*n*inner + i
-			mx := float32(math.Inf(-1))
+			mx := T(math.Inf(-1))
 			for j := 0; j < n; j++ {
 				if v := x[base+j*inner]; v > mx {
 					mx = v
@@ -75,7 +79,7 @@ func softmax(x, y []float32, outer, n, inner int, log bool) {
 				for j := 0; j < n; j++ {
 					sum += math.Exp(float64(x[base+j*inner] - mx))
 				}
-				shift := mx + float32(math.Log(sum))
+				shift := mx + T(math.Log(sum))
 				for j := 0; j < n; j++ {
 					k := base + j*inner
 					y[k] = x[k] - shift
@@ -85,10 +89,10 @@ func softmax(x, y []float32, outer, n, inner int, log bool) {
 			for j := 0; j < n; j++ {
 				k := base + j*inner
 				e := math.Exp(float64(x[k] - mx))
-				y[k] = float32(e)
+				y[k] = T(e)
 				sum += e
 			}
-			inv := float32(1 / sum)
+			inv := T(1 / sum)
 			for j := 0; j < n; j++ {
 				y[base+j*inner] *= inv
 			}

@@ -180,23 +180,29 @@ func nnVol(s ir.Shape) int {
 	return n
 }
 
-// nnReg registers a float32 kernel wrapped in nnGuard. outType, when
-// not nil, allows output types other than float32 (MaxPool's int64
-// Indices, LayerNormalization's double statistics).
+// nnReg registers a float32 / float64 kernel (nn_generic.go) wrapped in
+// nnGuard. outType, when not nil, allows output types other than the
+// element type (MaxPool's int64 Indices, LayerNormalization's
+// statistics in the stash type).
 func nnReg(typ string, nIn, nOut int, k Kernel, outType func(i int, dt ir.DType) bool) {
 	k.Run = nnGuard(nIn, nOut, outType, k.Run)
-	k.DTypes = []ir.DType{ir.Float}
+	k.DTypes = []ir.DType{ir.Float, ir.Double}
 	Register("", typ, k)
 }
 
 // nnGuard wraps a Run: inputs 0..nIn-1 and outputs 0..nOut-1 must be
 // present, and every present tensor must have the dtype and shape the op
-// declares, float32 (outputs: or what outType allows), and the bytes
-// they need. The nn kernels plan from the op's values and view tensors
-// as float32, so this keeps any mismatch the executor might pass from
-// being misread or indexed out of range.
+// declares, the element type of input 0 (float32 or float64; outputs:
+// or what outType allows), and the bytes they need. The nn kernels plan
+// from the op's values and view tensors as the element type, so this
+// keeps any mismatch the executor might pass from being misread or
+// indexed out of range.
 func nnGuard(nIn, nOut int, outType func(i int, dt ir.DType) bool, run func(c *Ctx) error) func(c *Ctx) error {
 	return func(c *Ctx) error {
+		et := ir.Float
+		if len(c.In) > 0 && c.In[0] != nil && c.In[0].DType == ir.Double {
+			et = ir.Double
+		}
 		check := func(what string, i int, t *Tensor, v *ir.Value) error {
 			if t == nil || v == nil {
 				if (t == nil) != (v == nil) {
@@ -207,8 +213,8 @@ func nnGuard(nIn, nOut int, outType func(i int, dt ir.DType) bool, run func(c *C
 			if t.DType != v.DType || !t.Shape.Equal(v.Shape) {
 				return c.Errorf("%s %d is %v%v, the op declares %v%v", what, i, t.DType, t.Shape, v.DType, v.Shape)
 			}
-			if t.DType != ir.Float && (what == "input" || outType == nil || !outType(i, t.DType)) {
-				return c.Errorf("%s %d has type %v, the reference kernel supports float32", what, i, t.DType)
+			if t.DType != et && (what == "input" || outType == nil || !outType(i, t.DType)) {
+				return c.Errorf("%s %d has type %v, the reference kernel supports float32 and float64 (element type %v)", what, i, t.DType, et)
 			}
 			n, err := t.Shape.Bytes(t.DType)
 			if err != nil {

@@ -1,0 +1,117 @@
+package kernels
+
+import (
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// Element types of the nn kernels. Every nn kernel is written once,
+// generic over nnElem, and instantiated for float32 (the training and
+// inference type) and float64 (the gradient checks of package autodiff
+// run whole graphs in float64). The instantiations do not share code:
+// float32 and float64 have different GC shapes, so each loop compiles to
+// the same machine code a hand-written float32 (or float64) loop would.
+//
+// Matrix products go through nnGemm and nnGemmBatch: float32 through
+// sgemmPar / sgemmBatch (blas.go: gonum by default, OpenBLAS with the
+// openblas build tag), unchanged; float64 through gonum's pure-Go Dgemm
+// in both builds (a reference path: correct, not tuned).
+
+// nnElem is the element type of the nn kernels.
+type nnElem interface{ float32 | float64 }
+
+// nnIs32 reports whether T is float32.
+func nnIs32[T nnElem]() bool {
+	var z T
+	return unsafe.Sizeof(z) == 4
+}
+
+// nnAs reinterprets a []T as a []U; callers use it only where U is T
+// (after nnIs32), to pass a generic slice to a typed routine.
+func nnAs[U, T nnElem](s []T) []U {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*U)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+// nnView views a tensor's bytes as []T (nil for an absent tensor).
+func nnView[T nnElem](t *Tensor) []T { return viewAs[T](t) }
+
+// nnESize is the byte width of op's element type (input 0): 8 for
+// float64, else 4. Workspace sizes scale with it.
+func nnESize(op *ir.Op) int64 {
+	if x := op.Input(0); x != nil && x.DType == ir.Double {
+		return 8
+	}
+	return 4
+}
+
+// nnDouble reports whether the kernel call runs in float64.
+func nnDouble(c *Ctx) bool { return len(c.In) > 0 && c.In[0] != nil && c.In[0].DType == ir.Double }
+
+// nnGemm computes C = alpha·op(A)·op(B) + beta·C on row-major matrices
+// (op(A) m×k, op(B) k×n), split over Threads for float32 (sgemmPar).
+func nnGemm[T nnElem](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if nnIs32[T]() {
+		sgemmPar(transA, transB, m, n, k, float32(alpha), nnAs[float32](a), lda, nnAs[float32](b), ldb, float32(beta), nnAs[float32](c), ldc)
+		return
+	}
+	dgemm(transA, transB, m, n, k, float64(alpha), nnAs[float64](a), lda, nnAs[float64](b), ldb, float64(beta), nnAs[float64](c), ldc)
+}
+
+// nnGemmBatch computes count independent products; at(i) gives the
+// operands of product i (see sgemmBatch).
+func nnGemmBatch[T nnElem](count int, transA, transB bool, m, n, k int, alpha, beta T,
+	at func(i int) (a []T, lda int, b []T, ldb int, c []T, ldc int)) {
+	if nnIs32[T]() {
+		sgemmBatch(count, transA, transB, m, n, k, float32(alpha), float32(beta),
+			func(i int) ([]float32, int, []float32, int, []float32, int) {
+				a, lda, b, ldb, c, ldc := at(i)
+				return nnAs[float32](a), lda, nnAs[float32](b), ldb, nnAs[float32](c), ldc
+			})
+		return
+	}
+	Parallel(count, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			a, lda, b, ldb, c, ldc := at(i)
+			dgemm(transA, transB, m, n, k, float64(alpha), nnAs[float64](a), lda, nnAs[float64](b), ldb, float64(beta), nnAs[float64](c), ldc)
+		}
+	})
+}
+
+var gonumDgemm gonum.Implementation
+
+// dgemm is the float64 product: gonum's Dgemm (which splits large
+// products over goroutines by itself), with the degenerate shapes
+// (empty, k = 0, alpha = 0) handled here as sgemm does.
+func dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+		return
+	}
+	ta, tb := blas.NoTrans, blas.NoTrans
+	if transA {
+		ta = blas.Trans
+	}
+	if transB {
+		tb = blas.Trans
+	}
+	gonumDgemm.Dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}

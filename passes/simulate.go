@@ -1,0 +1,149 @@
+package passes
+
+import (
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// Timeline is a simulated training step.
+type Timeline struct {
+	// Start and End of each op by position, seconds from the step start.
+	Start, End []float64
+	// Stream of each op: 0 compute, 1 device→host, 2 host→device.
+	Stream []int
+	// StepTime is when the last op ends.
+	StepTime float64
+	// ComputeTime is the sum of compute op times: the step time when
+	// nothing waits (no transfers, no stalls).
+	ComputeTime float64
+	// OutOcc and InOcc are Oc_u of TSPLIT Eq. 3 per position: the
+	// fraction of op u's compute interval during which the D2H (resp.
+	// H2D) link is busy.
+	OutOcc, InOcc []float64
+	// Stall is the compute-stream idle time caused by waiting for
+	// transfers (the ΔT of swapping).
+	Stall float64
+}
+
+// Stream indices of Timeline.Stream.
+const (
+	StreamCompute = iota
+	StreamD2H
+	StreamH2D
+)
+
+// Simulate runs a discrete-event simulation of the three streams over
+// the graph's order, mirroring the executor: ops are issued in order by
+// a host thread; each stream runs its ops one at a time once their
+// inputs are ready; after op i the host frees the tensors whose life
+// ends there and first waits for every task that touched them, so a
+// swap-out that has not finished delays the next issue — exactly the
+// executor's rule. Op times come from the profile.
+func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
+	order := g.Order()
+	n := len(order)
+	tl := &Timeline{Start: make([]float64, n), End: make([]float64, n), Stream: make([]int, n),
+		OutOcc: make([]float64, n), InOcc: make([]float64, n)}
+	ready := make([]float64, g.NumValueIDs())
+	touch := make([]float64, len(mem.Intervals))
+	var host float64
+	free := [3]float64{}
+	// Frees after each position, from the memory model's events.
+	freesAt := make([][]int, n)
+	for _, e := range mem.Events {
+		if e.Free && e.Pos >= 0 && e.Pos < n {
+			freesAt[e.Pos] = append(freesAt[e.Pos], e.Interval)
+		}
+	}
+	for i, op := range order {
+		deps := host
+		for _, v := range op.Inputs() {
+			if v != nil {
+				deps = max(deps, ready[v.ID])
+			}
+		}
+		var st int
+		var dur float64
+		switch ir.CopyOf(op) {
+		case ir.ToHost:
+			st, dur = StreamD2H, p.TransferTime(op.Input(0).Bytes(), true)
+		case ir.ToDevice:
+			st, dur = StreamH2D, p.TransferTime(op.Input(0).Bytes(), false)
+		default:
+			st, dur = StreamCompute, p.OpTime(op)
+			tl.ComputeTime += dur
+		}
+		start := max(deps, free[st])
+		if st == StreamCompute {
+			tl.Stall += start - free[st] // idle compute stream: waiting on a transfer
+		}
+		end := start + dur
+		free[st] = end
+		tl.Start[i], tl.End[i], tl.Stream[i] = start, end, st
+		for _, v := range op.Outputs() {
+			if v != nil {
+				ready[v.ID] = end
+			}
+		}
+		for _, v := range op.Inputs() {
+			if v != nil {
+				if idx := mem.ByValue[v.ID]; idx >= 0 {
+					touch[idx] = max(touch[idx], end)
+				}
+			}
+		}
+		for _, v := range op.Outputs() {
+			if v != nil {
+				if idx := mem.ByValue[v.ID]; idx >= 0 {
+					touch[idx] = max(touch[idx], end)
+				}
+			}
+		}
+		if w := mem.WorkspaceAt[i]; w >= 0 {
+			touch[w] = max(touch[w], end)
+		}
+		for _, idx := range freesAt[i] {
+			host = max(host, touch[idx])
+		}
+		tl.StepTime = max(tl.StepTime, end)
+	}
+	occupancy(tl)
+	return tl
+}
+
+// occupancy fills OutOcc and InOcc: for each compute op, the share of
+// its interval covered by transfers on each link (intervals on one link
+// never overlap, so the covered lengths add up).
+func occupancy(tl *Timeline) {
+	var outs, ins [][2]float64
+	for i, st := range tl.Stream {
+		switch st {
+		case StreamD2H:
+			outs = append(outs, [2]float64{tl.Start[i], tl.End[i]})
+		case StreamH2D:
+			ins = append(ins, [2]float64{tl.Start[i], tl.End[i]})
+		}
+	}
+	cover := func(busy [][2]float64, a, b float64) float64 {
+		var c float64
+		for _, iv := range busy {
+			lo, hi := max(a, iv[0]), min(b, iv[1])
+			if hi > lo {
+				c += hi - lo
+			}
+		}
+		return c
+	}
+	for i, st := range tl.Stream {
+		if st != StreamCompute {
+			continue
+		}
+		d := tl.End[i] - tl.Start[i]
+		if d <= 0 {
+			continue
+		}
+		tl.OutOcc[i] = min(1, cover(outs, tl.Start[i], tl.End[i])/d)
+		tl.InOcc[i] = min(1, cover(ins, tl.Start[i], tl.End[i])/d)
+	}
+}

@@ -29,7 +29,7 @@ func init() {
 		return variadicSpread(b, op, dy[0], need, 1)
 	})
 	Register("", "Mean", func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
-		return variadicSpread(b, op, dy[0], need, 1)
+		return variadicSpread(b, op, dy[0], need, 1/float64(len(op.Inputs())))
 	})
 	Register("", "Max", extremumGrad)
 	Register("", "Min", extremumGrad)

@@ -1,0 +1,66 @@
+package passes
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tsplit/tsplit/ir"
+	. "github.com/tsplit/tsplit/ir/irtest"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/profile"
+)
+
+func simGraph(t *testing.T, swap bool) *ir.Model {
+	b := New(t)
+	x := b.Input("x", ir.Float, 1024, 1024)
+	w := b.Input("w", ir.Float, 1024, 1024)
+	a := b.Op("Relu", V(x))
+	var h *ir.Value
+	if swap {
+		h = b.OpDomain(ir.Domain, "SwapOut", 1, V(a))[0]
+	}
+	m1 := b.Op("MatMul", V(x, w))
+	m2 := b.Op("MatMul", V(m1, w))
+	back := a
+	if swap {
+		back = b.OpDomain(ir.Domain, "SwapIn", 1, V(h))[0]
+	}
+	return b.Return(b.Op("Add", V(m2, back)))
+}
+
+func simulate(t *testing.T, m *ir.Model) *Timeline {
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := profile.Lookup("titan-rtx")
+	return Simulate(m.Graph, mem, p)
+}
+
+func TestSimulateNoTransfers(t *testing.T) {
+	tl := simulate(t, simGraph(t, false))
+	if tl.Stall != 0 || math.Abs(tl.StepTime-tl.ComputeTime) > 1e-12 {
+		t.Fatalf("step %g compute %g stall %g", tl.StepTime, tl.ComputeTime, tl.Stall)
+	}
+}
+
+func TestSimulateSwapOverlaps(t *testing.T) {
+	m := simGraph(t, true)
+	tl := simulate(t, m)
+	// positions: 0 Relu, 1 SwapOut, 2 MatMul, 3 MatMul, 4 SwapIn, 5 Add
+	if tl.Stream[1] != StreamD2H || tl.Stream[4] != StreamH2D {
+		t.Fatalf("streams %v", tl.Stream)
+	}
+	if !(tl.Start[1] < tl.End[2] && tl.Start[2] < tl.End[1]) {
+		t.Fatalf("swap-out [%g,%g] does not overlap MatMul [%g,%g]", tl.Start[1], tl.End[1], tl.Start[2], tl.End[2])
+	}
+	if tl.OutOcc[2] <= 0 {
+		t.Fatalf("Oc of the overlapped MatMul is %g", tl.OutOcc[2])
+	}
+	// 4 MiB at 12 GB/s ≈ 0.35 ms against MatMuls of ~0.2 ms each on a
+	// TITAN RTX: the swap-in waits for the link and the Add stalls.
+	if tl.StepTime < tl.ComputeTime {
+		t.Fatalf("step %g shorter than compute %g", tl.StepTime, tl.ComputeTime)
+	}
+	t.Logf("step %.3g ms, compute %.3g ms, stall %.3g ms", tl.StepTime*1e3, tl.ComputeTime*1e3, tl.Stall*1e3)
+}

@@ -13,7 +13,12 @@ type Rule func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value
 
 var rules = map[string]Rule{}
 
-func ruleKey(domain, typ string) string { return domain + ":" + typ }
+func ruleKey(domain, typ string) string {
+	if domain == "ai.onnx" {
+		domain = ""
+	}
+	return domain + ":" + typ
+}
 
 // Register adds the gradient rule of domain:typ. Duplicates panic.
 func Register(domain, typ string, r Rule) {

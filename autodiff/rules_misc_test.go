@@ -267,7 +267,7 @@ var noRule = map[string]string{
 
 	// Activations beyond the common ones.
 	"Elu": "not written", "Selu": "not written", "Celu": "not written",
-	"PRelu": "not written (needs the slope's broadcast gradient)",
+	"PRelu":           "not written (needs the slope's broadcast gradient)",
 	"ThresholdedRelu": "not written", "HardSwish": "not written",
 	"Mish": "not written", "Softsign": "not written",
 

@@ -167,3 +167,13 @@ func TestAddOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestHalfFloatTensors(t *testing.T) {
+	for _, dt := range []ir.DType{ir.Float16, ir.BFloat16} {
+		tt := ir.TensorFromFloat64s(dt, ir.Shape{3}, []float64{1, -2.5, 0.375})
+		got := tt.Float64s()
+		if got[0] != 1 || got[1] != -2.5 || got[2] != 0.375 {
+			t.Errorf("%v round trip: %v", dt, got)
+		}
+	}
+}

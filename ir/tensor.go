@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/x448/float16"
 )
 
 // Tensor is a constant tensor: element type, shape and row-major
@@ -89,7 +91,7 @@ func (t *Tensor) intAt(i int) int64 {
 		return int64(int8(r[i]))
 	case Uint8, Bool:
 		return int64(r[i])
-	case Float, Double:
+	case Float, Double, Float16, BFloat16:
 		return int64(t.floatAt(i))
 	}
 	return 0
@@ -104,6 +106,11 @@ func (t *Tensor) floatAt(i int) float64 {
 		return math.Float64frombits(binary.LittleEndian.Uint64(r[8*i:]))
 	case Uint64:
 		return float64(binary.LittleEndian.Uint64(r[8*i:]))
+	case Float16:
+		return float64(float16.Frombits(binary.LittleEndian.Uint16(r[2*i:])).Float32())
+	case BFloat16:
+		// bfloat16 is the upper half of a float32.
+		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(r[2*i:])) << 16))
 	}
 	return float64(t.intAt(i))
 }
@@ -142,6 +149,13 @@ func tensorFrom(dt DType, shape Shape, iv []int64, fv []float64) *Tensor {
 		switch dt {
 		case Float:
 			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(fv[i])))
+		case Float16:
+			binary.LittleEndian.PutUint16(raw[2*i:], float16.Fromfloat32(float32(fv[i])).Bits())
+		case BFloat16:
+			// Round to nearest even on the dropped half.
+			b := math.Float32bits(float32(fv[i]))
+			b += 0x7fff + (b>>16)&1
+			binary.LittleEndian.PutUint16(raw[2*i:], uint16(b>>16))
 		case Double:
 			binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(fv[i]))
 		case Int64, Uint64:

@@ -205,6 +205,8 @@ func runConvCase(t *testing.T, r *rand.Rand, cc convCase) {
 		t.Fatalf("%v: output shape %v, reference %v", cc, got[0].Shape, shape)
 	}
 	nnClose(t, cc.String(), got[0].F32(), want, 1e-5)
+	got64 := nnRun64(t, 17, "Conv", []nnIn{x, w, b}, []string{"y"}, cc.attrs(false)...)
+	nnClose(t, "float64 "+cc.String(), got64[0].F64(), want, tol64)
 }
 
 func TestConvRandom(t *testing.T) {
@@ -316,6 +318,8 @@ func runConvTransposeCase(t *testing.T, r *rand.Rand, cc convCase) {
 		t.Fatalf("%v: output shape %v, reference %v", cc, got[0].Shape, shape)
 	}
 	nnClose(t, "ConvTranspose "+cc.String(), got[0].F32(), want, 1e-5)
+	got64 := nnRun64(t, 17, "ConvTranspose", []nnIn{x, w, b}, []string{"y"}, cc.attrs(true)...)
+	nnClose(t, "float64 ConvTranspose "+cc.String(), got64[0].F64(), want, tol64)
 }
 
 func TestConvTransposeRandom(t *testing.T) {

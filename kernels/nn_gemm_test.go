@@ -60,6 +60,8 @@ func TestGemm(t *testing.T) {
 			}
 		}
 		nnClose(t, fmt.Sprintf("Gemm m%d n%d k%d tA%d tB%d C%v", m, n, k, tA, tB, cs), got[0].F32(), want, 1e-5)
+		got64 := nnRun64(t, 17, "Gemm", ins, []string{"y"}, attrs...)
+		nnClose(t, fmt.Sprintf("float64 Gemm m%d n%d k%d tA%d tB%d C%v", m, n, k, tA, tB, cs), got64[0].F64(), want, tol64)
 	}
 }
 
@@ -127,6 +129,8 @@ func TestMatMul(t *testing.T) {
 			t.Fatalf("MatMul %v × %v: shape %v, want %v", tc.a, tc.b, got[0].Shape, shape)
 		}
 		nnClose(t, fmt.Sprintf("MatMul %v × %v", tc.a, tc.b), got[0].F32(), want, 1e-5)
+		got64 := nnRun64(t, 17, "MatMul", []nnIn{a, b}, []string{"y"})
+		nnClose(t, fmt.Sprintf("float64 MatMul %v × %v", tc.a, tc.b), got64[0].F64(), want, tol64)
 	}
 }
 

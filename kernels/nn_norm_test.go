@@ -83,11 +83,15 @@ func TestBatchNorm(t *testing.T) {
 		} {
 			op := nnOp(t, mode.opset, "BatchNormalization", ins, mode.outs, mode.attrs...)
 			got := nnRun(t, op, ins)
-			y, rm, rv, bm, bv := refBatchNorm(dims, x.data, scale.data, b.data, mean.data, vr.data, mode.eps, mode.moment, mode.train)
+			y, rm, rv, bm, bv := refBatchNorm(dims, x.data, scale.data, b.data, mean.data, vr.data, float64(float32(mode.eps)), float64(float32(mode.moment)), mode.train) // the attributes are float32
 			what := fmt.Sprintf("BatchNormalization %s %v", mode.name, dims)
 			nnClose(t, what+" Y", got[0].F32(), y, 1e-5)
 			for i, want := range [][]float64{rm, rv, bm, bv}[:len(got)-1] {
 				nnClose(t, fmt.Sprintf("%s output %d", what, i+1), got[i+1].F32(), want, 1e-5)
+			}
+			got64 := nnRun64(t, mode.opset, "BatchNormalization", ins, mode.outs, mode.attrs...)
+			for i, want := range [][]float64{y, rm, rv, bm, bv}[:len(got64)] {
+				nnClose(t, fmt.Sprintf("float64 %s output %d", what, i), got64[i].F64(), want, tol64)
 			}
 		}
 	}
@@ -182,7 +186,7 @@ func TestLayerNorm(t *testing.T) {
 		if tc.bias != nil {
 			bias = expand(ins[2].data, tc.bias, norm)
 		}
-		y, mean, inv := refLayerNorm(x.data, nnVol(ir.Shape(norm)), scale, bias, 1e-3)
+		y, mean, inv := refLayerNorm(x.data, nnVol(ir.Shape(norm)), scale, bias, float64(float32(1e-3)))
 		what := fmt.Sprintf("LayerNormalization %v axis %d", tc.x, tc.axis)
 		nnClose(t, what, got[0].F32(), y, 1e-5)
 		if tc.stats {
@@ -198,6 +202,17 @@ func TestLayerNorm(t *testing.T) {
 					continue
 				}
 				nnClose(t, fmt.Sprintf("%s output %d", what, i+1), o.F32(), want, 1e-5)
+			}
+		}
+		got64 := nnRun64(t, 17, "LayerNormalization", ins, outs, attrs...)
+		nnClose(t, "float64 "+what, got64[0].F64(), y, tol64)
+		if tc.stats {
+			for i, want := range [][]float64{mean, inv} {
+				if o := got64[1+i]; tc.double {
+					nnClose(t, fmt.Sprintf("float64 %s output %d", what, i+1), o.F64(), want, tol64)
+				} else {
+					nnClose(t, fmt.Sprintf("float64 %s output %d (float32 stash)", what, i+1), o.F32(), want, 1e-6)
+				}
 			}
 		}
 		if ws := WorkspaceBytes(op); (nnVol(ir.Shape(tc.scale)) != nnVol(ir.Shape(norm)) || tc.bias != nil && nnVol(ir.Shape(tc.bias)) != nnVol(ir.Shape(norm))) != (ws > 0) {

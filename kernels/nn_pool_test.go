@@ -177,11 +177,15 @@ func runPoolCase(t *testing.T, r *rand.Rand, pc poolCase, avg bool) {
 		t.Fatalf("%s %v: output shape %v, reference %v", typ, pc, got[0].Shape, shape)
 	}
 	nnClose(t, typ+" "+pc.String(), got[0].F32(), want, 1e-6)
+	got64 := nnRun64(t, 19, typ, []nnIn{x}, outs, pc.attrs(avg)...)
+	nnClose(t, "float64 "+typ+" "+pc.String(), got64[0].F64(), want, tol64)
 	if !avg {
-		gi := got[1].I64()
-		for i := range idx {
-			if gi[i] != idx[i] {
-				t.Fatalf("MaxPool %v: index %d is %d, want %d", pc, i, gi[i], idx[i])
+		for _, g := range [][]*Tensor{got, got64} {
+			gi := g[1].I64()
+			for i := range idx {
+				if gi[i] != idx[i] {
+					t.Fatalf("MaxPool %v (%v): index %d is %d, want %d", pc, g[0].DType, i, gi[i], idx[i])
+				}
 			}
 		}
 	}
@@ -203,6 +207,8 @@ func TestMaxPoolNoIndices(t *testing.T) {
 	pc := poolCase{n: 2, c: 3, in: []int{8, 8}, k: []int{3, 3}, s: []int{2, 2}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}}
 	_, want, _ := refPool(pc, false, x.data)
 	nnClose(t, "MaxPool", got[0].F32(), want, 0)
+	got64 := nnRun64(t, 17, "MaxPool", []nnIn{x}, []string{"y"}, nnAInts("kernel_shape", 3, 3), nnAInts("strides", 2, 2), nnAInts("pads", 1, 1, 1, 1))
+	nnClose(t, "float64 MaxPool", got64[0].F64(), want, 0)
 }
 
 func TestGlobalPool(t *testing.T) {
@@ -222,6 +228,8 @@ func TestGlobalPool(t *testing.T) {
 			op := nnOp(t, 17, typ, []nnIn{x}, []string{"y"})
 			got := nnRun(t, op, []nnIn{x})
 			nnClose(t, fmt.Sprintf("%s %v", typ, dims), got[0].F32(), want, 1e-6)
+			got64 := nnRun64(t, 17, typ, []nnIn{x}, []string{"y"})
+			nnClose(t, fmt.Sprintf("float64 %s %v", typ, dims), got64[0].F64(), want, tol64)
 		}
 	}
 }

@@ -56,7 +56,10 @@ func TestSoftmax(t *testing.T) {
 		for _, typ := range []string{"Softmax", "LogSoftmax"} {
 			op := nnOp(t, 17, typ, []nnIn{x}, []string{"y"}, nnAInt("axis", tc.axis))
 			got := nnRun(t, op, []nnIn{x})
-			nnClose(t, fmt.Sprintf("%s %v axis %d", typ, tc.x, tc.axis), got[0].F32(), refSoftmax(x.data, outer, n, inner, typ == "LogSoftmax"), 1e-5)
+			want := refSoftmax(x.data, outer, n, inner, typ == "LogSoftmax")
+			nnClose(t, fmt.Sprintf("%s %v axis %d", typ, tc.x, tc.axis), got[0].F32(), want, 1e-5)
+			got64 := nnRun64(t, 17, typ, []nnIn{x}, []string{"y"}, nnAInt("axis", tc.axis))
+			nnClose(t, fmt.Sprintf("float64 %s %v axis %d", typ, tc.x, tc.axis), got64[0].F64(), want, tol64)
 		}
 	}
 	// Default axis (opset >= 13): the last.
@@ -77,7 +80,10 @@ func TestSoftmaxOpset12(t *testing.T) {
 		for _, typ := range []string{"Softmax", "LogSoftmax"} {
 			op := nnOp(t, 12, typ, []nnIn{x}, []string{"y"}, tc.attrs...)
 			got := nnRunOpset(t, op, 12, []nnIn{x})
-			nnClose(t, fmt.Sprintf("%s opset 12 %v", typ, tc.attrs), got[0].F32(), refSoftmax(x.data, tc.outer, tc.inner, 1, typ == "LogSoftmax"), 1e-5)
+			want := refSoftmax(x.data, tc.outer, tc.inner, 1, typ == "LogSoftmax")
+			nnClose(t, fmt.Sprintf("%s opset 12 %v", typ, tc.attrs), got[0].F32(), want, 1e-5)
+			got64 := nnRun64(t, 12, typ, []nnIn{x}, []string{"y"}, tc.attrs...)
+			nnClose(t, fmt.Sprintf("float64 %s opset 12 %v", typ, tc.attrs), got64[0].F64(), want, tol64)
 		}
 	}
 }

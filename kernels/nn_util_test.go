@@ -20,7 +20,7 @@ import (
 // tensor's RMS, not only the element, because float32 accumulation of a
 // long sum errs in proportion to the sum's terms, not to its (possibly
 // cancelling) value.
-func nnClose(t testing.TB, what string, got []float32, want []float64, tol float64) {
+func nnClose[T nnElem](t testing.TB, what string, got []T, want []float64, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
@@ -73,17 +73,24 @@ func nnF(r *rand.Rand, dims ...int64) nnIn {
 // outs lists the outputs: "" marks an absent one.
 func nnOp(t testing.TB, opset int64, typ string, ins []nnIn, outs []string, attrs ...ir.Attr) *ir.Op {
 	t.Helper()
+	return nnOpDT(t, opset, ir.Float, typ, ins, outs, attrs...)
+}
+
+// nnOpDT is nnOp with float inputs of type dt (ir.Float or ir.Double);
+// nnRun converts the float32 test data to it.
+func nnOpDT(t testing.TB, opset int64, dt ir.DType, typ string, ins []nnIn, outs []string, attrs ...ir.Attr) *ir.Op {
+	t.Helper()
 	g := ir.NewGraph("t")
 	vals := make([]*ir.Value, len(ins))
 	for i, in := range ins {
 		if in.shape == nil && in.data == nil && in.i64 == nil {
 			continue
 		}
-		dt := ir.Float
+		idt := dt
 		if in.i64 != nil {
-			dt = ir.Int64
+			idt = ir.Int64
 		}
-		v, err := g.AddInput(fmt.Sprintf("in%d", i), dt, ir.Shape(in.shape))
+		v, err := g.AddInput(fmt.Sprintf("in%d", i), idt, ir.Shape(in.shape))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +105,24 @@ func nnOp(t testing.TB, opset int64, typ string, ins []nnIn, outs []string, attr
 	}
 	return op
 }
+
+// nnRun64 builds typ with float64 inputs (ins' float32 data widened) and
+// runs it: the float64 instantiation of the kernel, checked against the
+// same float64 references as the float32 one, to a tolerance near
+// float64 rounding.
+func nnRun64(t testing.TB, opset int64, typ string, ins []nnIn, outs []string, attrs ...ir.Attr) []*Tensor {
+	t.Helper()
+	op := nnOpDT(t, opset, ir.Double, typ, ins, outs, attrs...)
+	for i, v := range op.Outputs() {
+		if v != nil && v.DType == ir.Float && i == 0 {
+			t.Fatalf("%s: float64 op has a float32 output", typ)
+		}
+	}
+	return nnRunOpset(t, op, opset, ins)
+}
+
+// tol64 is the float64 kernels' tolerance against the references.
+const tol64 = 1e-12
 
 // nnRun runs op's kernel on ins through Eval.
 func nnRun(t testing.TB, op *ir.Op, ins []nnIn) []*Tensor {
@@ -117,9 +142,12 @@ func nnRunOpset(t testing.TB, op *ir.Op, opset int64, ins []nnIn) []*Tensor {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in.i64 != nil {
+		switch {
+		case in.i64 != nil:
 			copy(tt.I64(), in.i64)
-		} else {
+		case tt.DType == ir.Double:
+			copy(tt.F64(), nnF64(in.data))
+		default:
 			copy(tt.F32(), in.data)
 		}
 		ts[i] = tt

@@ -66,6 +66,31 @@ class TokenClassifier(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class VGGSmall(nn.Module):
+    """A small VGG-style net for 32x32 images: 3x3 conv-ReLU blocks
+    [16, M, 32, M, 64, 64, M] (M: 2x2 max pool), then
+    Linear(64*4*4, 128)-ReLU-Dropout(0)-Linear(128, 10). No BatchNorm."""
+
+    CFG = [16, "M", 32, "M", 64, 64, "M"]
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        layers, cin = [], 3
+        for c in self.CFG:
+            if c == "M":
+                layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+            else:
+                layers += [nn.Conv2d(cin, c, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+                cin = c
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(
+            nn.Linear(64 * 4 * 4, 128), nn.ReLU(inplace=True), nn.Dropout(p=0.0),
+            nn.Linear(128, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
 def image_input(size):
     return lambda: torch.randn(2, 3, size, size)
 
@@ -86,6 +111,7 @@ MODELS = {
     "mobilenet_v2": (lambda: tvm.mobilenet_v2(weights=None), image_input(224)),
     "transformer": (lambda: TokenClassifier(dropout=0.1), token_input),
     "transformer_nodrop": (lambda: TokenClassifier(dropout=0.0), token_input),
+    "vgg_small": (VGGSmall, image_input(32)),
 }
 
 

@@ -192,9 +192,18 @@ func inferRange(c *InferCtx) error {
 		out := Shape{n}
 		c.SetOut(0, dt, out)
 		if foldSize(out) {
+			// Accumulate in the element type, as the ONNX definition (and
+			// ONNX Runtime) do: start, start+delta, (start+delta)+delta, …
 			vals := make([]float64, n)
+			acc32, acc := float32(s), s
 			for i := range vals {
-				vals[i] = s + float64(i)*d
+				if dt == Float {
+					vals[i] = float64(acc32)
+					acc32 += float32(d)
+				} else {
+					vals[i] = acc
+					acc += d
+				}
 			}
 			c.SetConst(0, TensorFromFloat64s(dt, out, vals))
 		}

@@ -173,7 +173,9 @@ func relDiff(got []byte, want *oracle.Tensor) (rel, scale float64, worst int, er
 	return diff / scale, scale, worst, nil
 }
 
-func float32At(b []byte, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
+func float32At(b []byte, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
 
 // tensorErr is one compared tensor.
 type tensorErr struct {
@@ -482,7 +484,9 @@ func TestSavedFeatureMapsVsPyTorch(t *testing.T) {
 	for k, e := range byOp {
 		rows = append(rows, row{k, e.count, e.bytes})
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].bytes > rows[j].bytes || rows[i].bytes == rows[j].bytes && rows[i].name < rows[j].name })
+	sort.Slice(rows, func(i, j int) bool {
+		return rows[i].bytes > rows[j].bytes || rows[i].bytes == rows[j].bytes && rows[i].name < rows[j].name
+	})
 	for _, r := range rows {
 		t.Logf("  tsplit  %-28s %3d values %12d bytes", r.name, r.count, r.bytes)
 	}
@@ -490,7 +494,9 @@ func TestSavedFeatureMapsVsPyTorch(t *testing.T) {
 	for k, e := range torch.ByOp {
 		rows = append(rows, row{k, e.Count, e.Bytes})
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].bytes > rows[j].bytes || rows[i].bytes == rows[j].bytes && rows[i].name < rows[j].name })
+	sort.Slice(rows, func(i, j int) bool {
+		return rows[i].bytes > rows[j].bytes || rows[i].bytes == rows[j].bytes && rows[i].name < rows[j].name
+	})
 	for _, r := range rows {
 		t.Logf("  PyTorch %-28s %3d storages %10d bytes", r.name, r.count, r.bytes)
 	}

@@ -10,9 +10,8 @@ import "github.com/tsplit/tsplit/ir"
 // Hardmax's axis semantics changed in opset 13: before, the input was
 // coerced to 2-D at axis (default 1) and the maximum taken over the
 // flattened trailing dimensions; since, it is taken over the one axis
-// (default -1). A kernel does not see the opset, so this one implements
-// opset 13 semantics; the two agree whenever axis is the last dimension
-// (or the input is 2-D with the default axis).
+// (default -1). This kernel implements both (Ctx.Opset); its workspace is
+// declared for the opset-13 form, which bounds the older one.
 
 func init() {
 	regOp("ArgMax", 1, 1, numTypes, argRun(true))
@@ -150,11 +149,25 @@ func hardmaxRun(c *Ctx) error {
 		return err
 	}
 	x, y := c.In[0], c.Out[0]
-	axis, err := hardmaxAxis(c, len(x.Shape))
-	if err != nil {
-		return err
+	var outer, dim, inner int
+	if c.Opset > 0 && c.Opset < 13 {
+		// Before opset 13: the input is coerced to 2-D at axis (default
+		// 1) and the maximum is taken over the flattened trailing part.
+		if len(x.Shape) == 0 {
+			return c.Errorf("input is a scalar, Hardmax needs rank >= 1")
+		}
+		axis, err := axisIndex(c, "attribute axis", c.Op.AttrInt("axis", 1), len(x.Shape))
+		if err != nil {
+			return err
+		}
+		outer, dim, inner = shapeLen(x.Shape[:axis]), shapeLen(x.Shape[axis:]), 1
+	} else {
+		axis, err := hardmaxAxis(c, len(x.Shape))
+		if err != nil {
+			return err
+		}
+		outer, dim, inner = argSplit(x.Shape, axis)
 	}
-	outer, dim, inner := argSplit(x.Shape, axis)
 	if dim == 0 || outer*inner == 0 {
 		return nil
 	}

@@ -91,7 +91,7 @@ func (b *builder) build() (*ir.Model, error) {
 		m.Opsets[d] = os.GetVersion()
 	}
 	if v, ok := m.Opsets[""]; ok && (v < 7 || v > ir.MaxOpset) {
-		return nil, b.fail("", "default-domain opset %d is not supported (tsplit reads opsets %d–%d)", v, ir.MinOpset, ir.MaxOpset)
+		return nil, b.fail("", "default-domain opset %d is not supported (tsplit reads opsets 7–%d and is tested on %d–%d)", v, ir.MaxOpset, ir.MinOpset, ir.MaxOpset)
 	}
 
 	g := ir.NewGraph(gp.GetName())

@@ -15,7 +15,6 @@ import (
 
 	// Must come first: lets onnx-go's copy of the ONNX protobuf schema
 	// register beside package onnxpb (see its doc).
-	_ "github.com/tsplit/tsplit/conformance/internal/protoconflict"
 
 	"github.com/owulveryck/onnx-go/backend/testbackend"
 	_ "github.com/owulveryck/onnx-go/backend/testbackend/onnx" // registers the ONNX node tests

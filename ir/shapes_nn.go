@@ -73,45 +73,80 @@ func spatialInput(c *InferCtx) (Shape, error) {
 	return x.Shape, nil
 }
 
-// windowOut computes the spatial output dimensions of a sliding window
-// (Conv, pooling) following ONNX's convPoolShapeInference: explicit pads
-// or auto_pad, strides, dilations (effective kernel (k-1)*d+1), and
-// ceil_mode, under which a window that would start in the right padding
-// is dropped (as PyTorch and onnxruntime do).
-func windowOut(c *InferCtx, in, kernel []int64, ceilMode bool) ([]int64, error) {
+// Window is the resolved geometry of a Conv or pooling op over its
+// input's spatial dimensions, as shape inference derives it: strides and
+// dilations (default 1) and the begin and end padding (pads[i],
+// pads[i+n]) with auto_pad applied.
+type Window struct {
+	Kernel, Strides, Dilations, Pads []int64
+}
+
+// WindowOf resolves the window of a Conv (kernel from W's spatial
+// dimensions) or a MaxPool, AveragePool or LpPool (kernel_shape) op.
+// Gradient rules use it so the padding rules live in one place.
+func WindowOf(op *Op) (*Window, error) {
+	c := &InferCtx{Op: op}
+	xs, err := spatialInput(c)
+	if err != nil {
+		return nil, err
+	}
+	var kernel []int64
+	if op.Type == "Conv" {
+		if w := c.In(1); w == nil || len(w.Shape) != len(xs) {
+			return nil, c.Errorf("input 1 (W) must have the rank of input 0")
+		}
+		kernel = c.In(1).Shape[2:]
+	} else {
+		a := op.Attr("kernel_shape")
+		if a == nil || len(a.Ints) != len(xs)-2 {
+			return nil, c.Errorf("attribute kernel_shape must give %d spatial dimensions", len(xs)-2)
+		}
+		kernel = a.Ints
+	}
+	st, dil, _, pads, err := windowPads(c, xs[2:], kernel)
+	if err != nil {
+		return nil, err
+	}
+	return &Window{Kernel: append([]int64(nil), kernel...), Strides: st, Dilations: dil, Pads: pads}, nil
+}
+
+// windowPads resolves strides, dilations, effective kernel sizes
+// (k-1)*d+1 and padding (explicit, or from auto_pad) of a sliding window
+// over input spatial dimensions in.
+func windowPads(c *InferCtx, in, kernel []int64) (st, dil, ek, pads []int64, err error) {
 	n := len(in)
 	for i, k := range kernel {
 		if k <= 0 {
-			return nil, c.Errorf("kernel dimension %d is %d, must be positive", i, k)
+			return nil, nil, nil, nil, c.Errorf("kernel dimension %d is %d, must be positive", i, k)
 		}
 	}
-	st, err := attrIntsLen(c, "strides", n, 1)
+	st, err = attrIntsLen(c, "strides", n, 1)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
-	dil, err := attrIntsLen(c, "dilations", n, 1)
+	dil, err = attrIntsLen(c, "dilations", n, 1)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	for i := 0; i < n; i++ {
 		if st[i] <= 0 {
-			return nil, c.Errorf("attribute strides has %d at position %d, must be positive", st[i], i)
+			return nil, nil, nil, nil, c.Errorf("attribute strides has %d at position %d, must be positive", st[i], i)
 		}
 		if dil[i] <= 0 {
-			return nil, c.Errorf("attribute dilations has %d at position %d, must be positive", dil[i], i)
+			return nil, nil, nil, nil, c.Errorf("attribute dilations has %d at position %d, must be positive", dil[i], i)
 		}
 	}
-	ek := make([]int64, n)
+	ek = make([]int64, n)
 	for i := range ek {
 		ek[i] = (kernel[i]-1)*dil[i] + 1
 	}
-	pads, err := attrIntsLen(c, "pads", 2*n, 0)
+	pads, err = attrIntsLen(c, "pads", 2*n, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	for i, p := range pads {
 		if p < 0 {
-			return nil, c.Errorf("attribute pads has %d at position %d, must be >= 0", p, i)
+			return nil, nil, nil, nil, c.Errorf("attribute pads has %d at position %d, must be >= 0", p, i)
 		}
 	}
 	autoPad := c.Op.AttrString("auto_pad", "NOTSET")
@@ -120,7 +155,7 @@ func windowOut(c *InferCtx, in, kernel []int64, ceilMode bool) ([]int64, error) 
 	case "VALID", "SAME_UPPER", "SAME_LOWER":
 		for _, p := range pads {
 			if p != 0 {
-				return nil, c.Errorf("attributes pads %v and auto_pad=%s cannot be used together", pads, autoPad)
+				return nil, nil, nil, nil, c.Errorf("attributes pads %v and auto_pad=%s cannot be used together", pads, autoPad)
 			}
 		}
 		if autoPad != "VALID" {
@@ -136,7 +171,21 @@ func windowOut(c *InferCtx, in, kernel []int64, ceilMode bool) ([]int64, error) 
 			}
 		}
 	default:
-		return nil, c.Errorf("attribute auto_pad is %q, want NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
+		return nil, nil, nil, nil, c.Errorf("attribute auto_pad is %q, want NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
+	}
+	return st, dil, ek, pads, nil
+}
+
+// windowOut computes the spatial output dimensions of a sliding window
+// (Conv, pooling) following ONNX's convPoolShapeInference: explicit pads
+// or auto_pad, strides, dilations (effective kernel (k-1)*d+1), and
+// ceil_mode, under which a window that would start in the right padding
+// is dropped (as PyTorch and onnxruntime do).
+func windowOut(c *InferCtx, in, kernel []int64, ceilMode bool) ([]int64, error) {
+	n := len(in)
+	st, dil, ek, pads, err := windowPads(c, in, kernel)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]int64, n)
 	for i := 0; i < n; i++ {

@@ -502,7 +502,7 @@ type AttributeProto struct {
 	// Free-form documentation (Markdown).
 	DocString *string `protobuf:"bytes,13,opt,name=doc_string,json=docString" json:"doc_string,omitempty"`
 	// Which value field below is in use. Required from IR 2 on.
-	Type *AttributeProto_AttributeType `protobuf:"varint,20,opt,name=type,enum=onnx.AttributeProto_AttributeType" json:"type,omitempty"`
+	Type *AttributeProto_AttributeType `protobuf:"varint,20,opt,name=type,enum=tsplit.onnx.AttributeProto_AttributeType" json:"type,omitempty"`
 	// Single values.
 	F            *float32           `protobuf:"fixed32,2,opt,name=f" json:"f,omitempty"`
 	I            *int64             `protobuf:"varint,3,opt,name=i" json:"i,omitempty"`
@@ -1355,7 +1355,7 @@ type TensorProto struct {
 	// (required; path relative to the model file), "offset" and "length"
 	// (decimal byte counts), "checksum" (SHA-1 of the data).
 	ExternalData []*StringStringEntryProto `protobuf:"bytes,13,rep,name=external_data,json=externalData" json:"external_data,omitempty"`
-	DataLocation *TensorProto_DataLocation `protobuf:"varint,14,opt,name=data_location,json=dataLocation,enum=onnx.TensorProto_DataLocation" json:"data_location,omitempty"`
+	DataLocation *TensorProto_DataLocation `protobuf:"varint,14,opt,name=data_location,json=dataLocation,enum=tsplit.onnx.TensorProto_DataLocation" json:"data_location,omitempty"`
 	// DOUBLE and COMPLEX128 elements (a complex value is two doubles).
 	DoubleData []float64 `protobuf:"fixed64,10,rep,packed,name=double_data,json=doubleData" json:"double_data,omitempty"`
 	// UINT32 and UINT64 elements.
@@ -2357,28 +2357,28 @@ var File_onnx_proto protoreflect.FileDescriptor
 const file_onnx_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"onnx.proto\x12\x04onnx\"\xe3\x06\n" +
+	"onnx.proto\x12\vtsplit.onnx\"\xa2\a\n" +
 	"\x0eAttributeProto\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\"\n" +
 	"\rref_attr_name\x18\x15 \x01(\tR\vrefAttrName\x12\x1d\n" +
 	"\n" +
-	"doc_string\x18\r \x01(\tR\tdocString\x126\n" +
-	"\x04type\x18\x14 \x01(\x0e2\".onnx.AttributeProto.AttributeTypeR\x04type\x12\f\n" +
+	"doc_string\x18\r \x01(\tR\tdocString\x12=\n" +
+	"\x04type\x18\x14 \x01(\x0e2).tsplit.onnx.AttributeProto.AttributeTypeR\x04type\x12\f\n" +
 	"\x01f\x18\x02 \x01(\x02R\x01f\x12\f\n" +
 	"\x01i\x18\x03 \x01(\x03R\x01i\x12\f\n" +
-	"\x01s\x18\x04 \x01(\fR\x01s\x12\x1f\n" +
-	"\x01t\x18\x05 \x01(\v2\x11.onnx.TensorProtoR\x01t\x12\x1e\n" +
-	"\x01g\x18\x06 \x01(\v2\x10.onnx.GraphProtoR\x01g\x12<\n" +
-	"\rsparse_tensor\x18\x16 \x01(\v2\x17.onnx.SparseTensorProtoR\fsparseTensor\x12\x1f\n" +
-	"\x02tp\x18\x0e \x01(\v2\x0f.onnx.TypeProtoR\x02tp\x12\x16\n" +
+	"\x01s\x18\x04 \x01(\fR\x01s\x12&\n" +
+	"\x01t\x18\x05 \x01(\v2\x18.tsplit.onnx.TensorProtoR\x01t\x12%\n" +
+	"\x01g\x18\x06 \x01(\v2\x17.tsplit.onnx.GraphProtoR\x01g\x12C\n" +
+	"\rsparse_tensor\x18\x16 \x01(\v2\x1e.tsplit.onnx.SparseTensorProtoR\fsparseTensor\x12&\n" +
+	"\x02tp\x18\x0e \x01(\v2\x16.tsplit.onnx.TypeProtoR\x02tp\x12\x16\n" +
 	"\x06floats\x18\a \x03(\x02R\x06floats\x12\x12\n" +
 	"\x04ints\x18\b \x03(\x03R\x04ints\x12\x18\n" +
-	"\astrings\x18\t \x03(\fR\astrings\x12+\n" +
+	"\astrings\x18\t \x03(\fR\astrings\x122\n" +
 	"\atensors\x18\n" +
-	" \x03(\v2\x11.onnx.TensorProtoR\atensors\x12(\n" +
-	"\x06graphs\x18\v \x03(\v2\x10.onnx.GraphProtoR\x06graphs\x12>\n" +
-	"\x0esparse_tensors\x18\x17 \x03(\v2\x17.onnx.SparseTensorProtoR\rsparseTensors\x120\n" +
-	"\vtype_protos\x18\x0f \x03(\v2\x0f.onnx.TypeProtoR\n" +
+	" \x03(\v2\x18.tsplit.onnx.TensorProtoR\atensors\x12/\n" +
+	"\x06graphs\x18\v \x03(\v2\x17.tsplit.onnx.GraphProtoR\x06graphs\x12E\n" +
+	"\x0esparse_tensors\x18\x17 \x03(\v2\x1e.tsplit.onnx.SparseTensorProtoR\rsparseTensors\x127\n" +
+	"\vtype_protos\x18\x0f \x03(\v2\x16.tsplit.onnx.TypeProtoR\n" +
 	"typeProtos\"\xd9\x01\n" +
 	"\rAttributeType\x12\r\n" +
 	"\tUNDEFINED\x10\x00\x12\t\n" +
@@ -2401,72 +2401,72 @@ const file_onnx_proto_rawDesc = "" +
 	"\x06GRAPHS\x10\n" +
 	"\x12\x12\n" +
 	"\x0eSPARSE_TENSORS\x10\f\x12\x0f\n" +
-	"\vTYPE_PROTOS\x10\x0eJ\x04\b\f\x10\rJ\x04\b\x10\x10\x14R\x01v\"\xad\x01\n" +
+	"\vTYPE_PROTOS\x10\x0eJ\x04\b\f\x10\rJ\x04\b\x10\x10\x14R\x01v\"\xbb\x01\n" +
 	"\x0eValueInfoProto\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
-	"\x04type\x18\x02 \x01(\v2\x0f.onnx.TypeProtoR\x04type\x12\x1d\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x04type\x18\x02 \x01(\v2\x16.tsplit.onnx.TypeProtoR\x04type\x12\x1d\n" +
 	"\n" +
-	"doc_string\x18\x03 \x01(\tR\tdocString\x12C\n" +
-	"\x0emetadata_props\x18\x04 \x03(\v2\x1c.onnx.StringStringEntryProtoR\rmetadataProps\"\xb2\x02\n" +
+	"doc_string\x18\x03 \x01(\tR\tdocString\x12J\n" +
+	"\x0emetadata_props\x18\x04 \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rmetadataProps\"\xc0\x02\n" +
 	"\tNodeProto\x12\x14\n" +
 	"\x05input\x18\x01 \x03(\tR\x05input\x12\x16\n" +
 	"\x06output\x18\x02 \x03(\tR\x06output\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x17\n" +
 	"\aop_type\x18\x04 \x01(\tR\x06opType\x12\x16\n" +
 	"\x06domain\x18\a \x01(\tR\x06domain\x12\x1a\n" +
-	"\boverload\x18\b \x01(\tR\boverload\x122\n" +
-	"\tattribute\x18\x05 \x03(\v2\x14.onnx.AttributeProtoR\tattribute\x12\x1d\n" +
+	"\boverload\x18\b \x01(\tR\boverload\x129\n" +
+	"\tattribute\x18\x05 \x03(\v2\x1b.tsplit.onnx.AttributeProtoR\tattribute\x12\x1d\n" +
 	"\n" +
-	"doc_string\x18\x06 \x01(\tR\tdocString\x12C\n" +
-	"\x0emetadata_props\x18\t \x03(\v2\x1c.onnx.StringStringEntryProtoR\rmetadataProps\"\x97\x02\n" +
-	"\x11TrainingInfoProto\x128\n" +
-	"\x0einitialization\x18\x01 \x01(\v2\x10.onnx.GraphProtoR\x0einitialization\x12.\n" +
-	"\talgorithm\x18\x02 \x01(\v2\x10.onnx.GraphProtoR\talgorithm\x12S\n" +
-	"\x16initialization_binding\x18\x03 \x03(\v2\x1c.onnx.StringStringEntryProtoR\x15initializationBinding\x12C\n" +
-	"\x0eupdate_binding\x18\x04 \x03(\v2\x1c.onnx.StringStringEntryProtoR\rupdateBinding\"\xf2\x03\n" +
+	"doc_string\x18\x06 \x01(\tR\tdocString\x12J\n" +
+	"\x0emetadata_props\x18\t \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rmetadataProps\"\xb3\x02\n" +
+	"\x11TrainingInfoProto\x12?\n" +
+	"\x0einitialization\x18\x01 \x01(\v2\x17.tsplit.onnx.GraphProtoR\x0einitialization\x125\n" +
+	"\talgorithm\x18\x02 \x01(\v2\x17.tsplit.onnx.GraphProtoR\talgorithm\x12Z\n" +
+	"\x16initialization_binding\x18\x03 \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\x15initializationBinding\x12J\n" +
+	"\x0eupdate_binding\x18\x04 \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rupdateBinding\"\x95\x04\n" +
 	"\n" +
 	"ModelProto\x12\x1d\n" +
 	"\n" +
-	"ir_version\x18\x01 \x01(\x03R\tirVersion\x12;\n" +
-	"\fopset_import\x18\b \x03(\v2\x18.onnx.OperatorSetIdProtoR\vopsetImport\x12#\n" +
+	"ir_version\x18\x01 \x01(\x03R\tirVersion\x12B\n" +
+	"\fopset_import\x18\b \x03(\v2\x1f.tsplit.onnx.OperatorSetIdProtoR\vopsetImport\x12#\n" +
 	"\rproducer_name\x18\x02 \x01(\tR\fproducerName\x12)\n" +
 	"\x10producer_version\x18\x03 \x01(\tR\x0fproducerVersion\x12\x16\n" +
 	"\x06domain\x18\x04 \x01(\tR\x06domain\x12#\n" +
 	"\rmodel_version\x18\x05 \x01(\x03R\fmodelVersion\x12\x1d\n" +
 	"\n" +
-	"doc_string\x18\x06 \x01(\tR\tdocString\x12&\n" +
-	"\x05graph\x18\a \x01(\v2\x10.onnx.GraphProtoR\x05graph\x12C\n" +
-	"\x0emetadata_props\x18\x0e \x03(\v2\x1c.onnx.StringStringEntryProtoR\rmetadataProps\x12<\n" +
-	"\rtraining_info\x18\x14 \x03(\v2\x17.onnx.TrainingInfoProtoR\ftrainingInfo\x121\n" +
-	"\tfunctions\x18\x19 \x03(\v2\x13.onnx.FunctionProtoR\tfunctions\"@\n" +
+	"doc_string\x18\x06 \x01(\tR\tdocString\x12-\n" +
+	"\x05graph\x18\a \x01(\v2\x17.tsplit.onnx.GraphProtoR\x05graph\x12J\n" +
+	"\x0emetadata_props\x18\x0e \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rmetadataProps\x12C\n" +
+	"\rtraining_info\x18\x14 \x03(\v2\x1e.tsplit.onnx.TrainingInfoProtoR\ftrainingInfo\x128\n" +
+	"\tfunctions\x18\x19 \x03(\v2\x1a.tsplit.onnx.FunctionProtoR\tfunctions\"@\n" +
 	"\x16StringStringEntryProto\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\x92\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x99\x01\n" +
 	"\x10TensorAnnotation\x12\x1f\n" +
 	"\vtensor_name\x18\x01 \x01(\tR\n" +
-	"tensorName\x12]\n" +
-	"\x1cquant_parameter_tensor_names\x18\x02 \x03(\v2\x1c.onnx.StringStringEntryProtoR\x19quantParameterTensorNames\"\xcc\x04\n" +
+	"tensorName\x12d\n" +
+	"\x1cquant_parameter_tensor_names\x18\x02 \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\x19quantParameterTensorNames\"\x84\x05\n" +
 	"\n" +
-	"GraphProto\x12#\n" +
-	"\x04node\x18\x01 \x03(\v2\x0f.onnx.NodeProtoR\x04node\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
-	"\vinitializer\x18\x05 \x03(\v2\x11.onnx.TensorProtoR\vinitializer\x12F\n" +
-	"\x12sparse_initializer\x18\x0f \x03(\v2\x17.onnx.SparseTensorProtoR\x11sparseInitializer\x12\x1d\n" +
+	"GraphProto\x12*\n" +
+	"\x04node\x18\x01 \x03(\v2\x16.tsplit.onnx.NodeProtoR\x04node\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12:\n" +
+	"\vinitializer\x18\x05 \x03(\v2\x18.tsplit.onnx.TensorProtoR\vinitializer\x12M\n" +
+	"\x12sparse_initializer\x18\x0f \x03(\v2\x1e.tsplit.onnx.SparseTensorProtoR\x11sparseInitializer\x12\x1d\n" +
 	"\n" +
 	"doc_string\x18\n" +
-	" \x01(\tR\tdocString\x12*\n" +
-	"\x05input\x18\v \x03(\v2\x14.onnx.ValueInfoProtoR\x05input\x12,\n" +
-	"\x06output\x18\f \x03(\v2\x14.onnx.ValueInfoProtoR\x06output\x123\n" +
+	" \x01(\tR\tdocString\x121\n" +
+	"\x05input\x18\v \x03(\v2\x1b.tsplit.onnx.ValueInfoProtoR\x05input\x123\n" +
+	"\x06output\x18\f \x03(\v2\x1b.tsplit.onnx.ValueInfoProtoR\x06output\x12:\n" +
 	"\n" +
-	"value_info\x18\r \x03(\v2\x14.onnx.ValueInfoProtoR\tvalueInfo\x12O\n" +
-	"\x17quantization_annotation\x18\x0e \x03(\v2\x16.onnx.TensorAnnotationR\x16quantizationAnnotation\x12C\n" +
-	"\x0emetadata_props\x18\x10 \x03(\v2\x1c.onnx.StringStringEntryProtoR\rmetadataPropsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x06\x10\n" +
+	"value_info\x18\r \x03(\v2\x1b.tsplit.onnx.ValueInfoProtoR\tvalueInfo\x12V\n" +
+	"\x17quantization_annotation\x18\x0e \x03(\v2\x1d.tsplit.onnx.TensorAnnotationR\x16quantizationAnnotation\x12J\n" +
+	"\x0emetadata_props\x18\x10 \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rmetadataPropsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x06\x10\n" +
 	"R\n" +
-	"ir_versionR\x10producer_versionR\fproducer_tagR\x06domain\"\x8c\b\n" +
+	"ir_versionR\x10producer_versionR\fproducer_tagR\x06domain\"\xa8\b\n" +
 	"\vTensorProto\x12\x12\n" +
 	"\x04dims\x18\x01 \x03(\x03R\x04dims\x12\x1b\n" +
-	"\tdata_type\x18\x02 \x01(\x05R\bdataType\x123\n" +
-	"\asegment\x18\x03 \x01(\v2\x19.onnx.TensorProto.SegmentR\asegment\x12!\n" +
+	"\tdata_type\x18\x02 \x01(\x05R\bdataType\x12:\n" +
+	"\asegment\x18\x03 \x01(\v2 .tsplit.onnx.TensorProto.SegmentR\asegment\x12!\n" +
 	"\n" +
 	"float_data\x18\x04 \x03(\x02B\x02\x10\x01R\tfloatData\x12!\n" +
 	"\n" +
@@ -2478,15 +2478,15 @@ const file_onnx_proto_rawDesc = "" +
 	"\x04name\x18\b \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"doc_string\x18\f \x01(\tR\tdocString\x12\x19\n" +
-	"\braw_data\x18\t \x01(\fR\arawData\x12A\n" +
-	"\rexternal_data\x18\r \x03(\v2\x1c.onnx.StringStringEntryProtoR\fexternalData\x12C\n" +
-	"\rdata_location\x18\x0e \x01(\x0e2\x1e.onnx.TensorProto.DataLocationR\fdataLocation\x12#\n" +
+	"\braw_data\x18\t \x01(\fR\arawData\x12H\n" +
+	"\rexternal_data\x18\r \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\fexternalData\x12J\n" +
+	"\rdata_location\x18\x0e \x01(\x0e2%.tsplit.onnx.TensorProto.DataLocationR\fdataLocation\x12#\n" +
 	"\vdouble_data\x18\n" +
 	" \x03(\x01B\x02\x10\x01R\n" +
 	"doubleData\x12#\n" +
 	"\vuint64_data\x18\v \x03(\x04B\x02\x10\x01R\n" +
-	"uint64Data\x12C\n" +
-	"\x0emetadata_props\x18\x10 \x03(\v2\x1c.onnx.StringStringEntryProtoR\rmetadataProps\x1a1\n" +
+	"uint64Data\x12J\n" +
+	"\x0emetadata_props\x18\x10 \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rmetadataProps\x1a1\n" +
 	"\aSegment\x12\x14\n" +
 	"\x05begin\x18\x01 \x01(\x03R\x05begin\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x03R\x03end\"\xc9\x02\n" +
@@ -2526,64 +2526,64 @@ const file_onnx_proto_rawDesc = "" +
 	"FLOAT4E2M1\x10\x17\")\n" +
 	"\fDataLocation\x12\v\n" +
 	"\aDEFAULT\x10\x00\x12\f\n" +
-	"\bEXTERNAL\x10\x01\"\x7f\n" +
-	"\x11SparseTensorProto\x12)\n" +
-	"\x06values\x18\x01 \x01(\v2\x11.onnx.TensorProtoR\x06values\x12+\n" +
-	"\aindices\x18\x02 \x01(\v2\x11.onnx.TensorProtoR\aindices\x12\x12\n" +
-	"\x04dims\x18\x03 \x03(\x03R\x04dims\"\xba\x01\n" +
-	"\x10TensorShapeProto\x122\n" +
-	"\x03dim\x18\x01 \x03(\v2 .onnx.TensorShapeProto.DimensionR\x03dim\x1ar\n" +
+	"\bEXTERNAL\x10\x01\"\x8d\x01\n" +
+	"\x11SparseTensorProto\x120\n" +
+	"\x06values\x18\x01 \x01(\v2\x18.tsplit.onnx.TensorProtoR\x06values\x122\n" +
+	"\aindices\x18\x02 \x01(\v2\x18.tsplit.onnx.TensorProtoR\aindices\x12\x12\n" +
+	"\x04dims\x18\x03 \x03(\x03R\x04dims\"\xc1\x01\n" +
+	"\x10TensorShapeProto\x129\n" +
+	"\x03dim\x18\x01 \x03(\v2'.tsplit.onnx.TensorShapeProto.DimensionR\x03dim\x1ar\n" +
 	"\tDimension\x12\x1d\n" +
 	"\tdim_value\x18\x01 \x01(\x03H\x00R\bdimValue\x12\x1d\n" +
 	"\tdim_param\x18\x02 \x01(\tH\x00R\bdimParam\x12\x1e\n" +
 	"\n" +
 	"denotation\x18\x03 \x01(\tR\n" +
 	"denotationB\a\n" +
-	"\x05value\"\xe7\x05\n" +
-	"\tTypeProto\x129\n" +
-	"\vtensor_type\x18\x01 \x01(\v2\x16.onnx.TypeProto.TensorH\x00R\n" +
-	"tensorType\x12?\n" +
-	"\rsequence_type\x18\x04 \x01(\v2\x18.onnx.TypeProto.SequenceH\x00R\fsequenceType\x120\n" +
-	"\bmap_type\x18\x05 \x01(\v2\x13.onnx.TypeProto.MapH\x00R\amapType\x12?\n" +
-	"\roptional_type\x18\t \x01(\v2\x18.onnx.TypeProto.OptionalH\x00R\foptionalType\x12L\n" +
-	"\x12sparse_tensor_type\x18\b \x01(\v2\x1c.onnx.TypeProto.SparseTensorH\x00R\x10sparseTensorType\x12\x1e\n" +
+	"\x05value\"\xad\x06\n" +
+	"\tTypeProto\x12@\n" +
+	"\vtensor_type\x18\x01 \x01(\v2\x1d.tsplit.onnx.TypeProto.TensorH\x00R\n" +
+	"tensorType\x12F\n" +
+	"\rsequence_type\x18\x04 \x01(\v2\x1f.tsplit.onnx.TypeProto.SequenceH\x00R\fsequenceType\x127\n" +
+	"\bmap_type\x18\x05 \x01(\v2\x1a.tsplit.onnx.TypeProto.MapH\x00R\amapType\x12F\n" +
+	"\roptional_type\x18\t \x01(\v2\x1f.tsplit.onnx.TypeProto.OptionalH\x00R\foptionalType\x12S\n" +
+	"\x12sparse_tensor_type\x18\b \x01(\v2#.tsplit.onnx.TypeProto.SparseTensorH\x00R\x10sparseTensorType\x12\x1e\n" +
 	"\n" +
 	"denotation\x18\x06 \x01(\tR\n" +
-	"denotation\x1aS\n" +
+	"denotation\x1aZ\n" +
 	"\x06Tensor\x12\x1b\n" +
-	"\telem_type\x18\x01 \x01(\x05R\belemType\x12,\n" +
-	"\x05shape\x18\x02 \x01(\v2\x16.onnx.TensorShapeProtoR\x05shape\x1a8\n" +
-	"\bSequence\x12,\n" +
-	"\telem_type\x18\x01 \x01(\v2\x0f.onnx.TypeProtoR\belemType\x1aP\n" +
+	"\telem_type\x18\x01 \x01(\x05R\belemType\x123\n" +
+	"\x05shape\x18\x02 \x01(\v2\x1d.tsplit.onnx.TensorShapeProtoR\x05shape\x1a?\n" +
+	"\bSequence\x123\n" +
+	"\telem_type\x18\x01 \x01(\v2\x16.tsplit.onnx.TypeProtoR\belemType\x1aW\n" +
 	"\x03Map\x12\x19\n" +
-	"\bkey_type\x18\x01 \x01(\x05R\akeyType\x12.\n" +
+	"\bkey_type\x18\x01 \x01(\x05R\akeyType\x125\n" +
 	"\n" +
-	"value_type\x18\x02 \x01(\v2\x0f.onnx.TypeProtoR\tvalueType\x1a8\n" +
-	"\bOptional\x12,\n" +
-	"\telem_type\x18\x01 \x01(\v2\x0f.onnx.TypeProtoR\belemType\x1aY\n" +
+	"value_type\x18\x02 \x01(\v2\x16.tsplit.onnx.TypeProtoR\tvalueType\x1a?\n" +
+	"\bOptional\x123\n" +
+	"\telem_type\x18\x01 \x01(\v2\x16.tsplit.onnx.TypeProtoR\belemType\x1a`\n" +
 	"\fSparseTensor\x12\x1b\n" +
-	"\telem_type\x18\x01 \x01(\x05R\belemType\x12,\n" +
-	"\x05shape\x18\x02 \x01(\v2\x16.onnx.TensorShapeProtoR\x05shapeB\a\n" +
+	"\telem_type\x18\x01 \x01(\x05R\belemType\x123\n" +
+	"\x05shape\x18\x02 \x01(\v2\x1d.tsplit.onnx.TensorShapeProtoR\x05shapeB\a\n" +
 	"\x05value\"F\n" +
 	"\x12OperatorSetIdProto\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x03R\aversion\"\x80\x04\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\"\xa3\x04\n" +
 	"\rFunctionProto\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05input\x18\x04 \x03(\tR\x05input\x12\x16\n" +
 	"\x06output\x18\x05 \x03(\tR\x06output\x12\x1c\n" +
-	"\tattribute\x18\x06 \x03(\tR\tattribute\x12=\n" +
-	"\x0fattribute_proto\x18\v \x03(\v2\x14.onnx.AttributeProtoR\x0eattributeProto\x12#\n" +
-	"\x04node\x18\a \x03(\v2\x0f.onnx.NodeProtoR\x04node\x12\x1d\n" +
+	"\tattribute\x18\x06 \x03(\tR\tattribute\x12D\n" +
+	"\x0fattribute_proto\x18\v \x03(\v2\x1b.tsplit.onnx.AttributeProtoR\x0eattributeProto\x12*\n" +
+	"\x04node\x18\a \x03(\v2\x16.tsplit.onnx.NodeProtoR\x04node\x12\x1d\n" +
 	"\n" +
-	"doc_string\x18\b \x01(\tR\tdocString\x12;\n" +
-	"\fopset_import\x18\t \x03(\v2\x18.onnx.OperatorSetIdProtoR\vopsetImport\x12\x16\n" +
+	"doc_string\x18\b \x01(\tR\tdocString\x12B\n" +
+	"\fopset_import\x18\t \x03(\v2\x1f.tsplit.onnx.OperatorSetIdProtoR\vopsetImport\x12\x16\n" +
 	"\x06domain\x18\n" +
 	" \x01(\tR\x06domain\x12\x1a\n" +
-	"\boverload\x18\r \x01(\tR\boverload\x123\n" +
+	"\boverload\x18\r \x01(\tR\boverload\x12:\n" +
 	"\n" +
-	"value_info\x18\f \x03(\v2\x14.onnx.ValueInfoProtoR\tvalueInfo\x12C\n" +
-	"\x0emetadata_props\x18\x0e \x03(\v2\x1c.onnx.StringStringEntryProtoR\rmetadataPropsJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04R\rsince_versionR\x06status*\xd0\x02\n" +
+	"value_info\x18\f \x03(\v2\x1b.tsplit.onnx.ValueInfoProtoR\tvalueInfo\x12J\n" +
+	"\x0emetadata_props\x18\x0e \x03(\v2#.tsplit.onnx.StringStringEntryProtoR\rmetadataPropsJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04R\rsince_versionR\x06status*\xd0\x02\n" +
 	"\aVersion\x12\x12\n" +
 	"\x0e_START_VERSION\x10\x00\x12\x19\n" +
 	"\x15IR_VERSION_2017_10_10\x10\x01\x12\x19\n" +
@@ -2621,87 +2621,87 @@ func file_onnx_proto_rawDescGZIP() []byte {
 var file_onnx_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_onnx_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_onnx_proto_goTypes = []any{
-	(Version)(0),                       // 0: onnx.Version
-	(OperatorStatus)(0),                // 1: onnx.OperatorStatus
-	(AttributeProto_AttributeType)(0),  // 2: onnx.AttributeProto.AttributeType
-	(TensorProto_DataType)(0),          // 3: onnx.TensorProto.DataType
-	(TensorProto_DataLocation)(0),      // 4: onnx.TensorProto.DataLocation
-	(*AttributeProto)(nil),             // 5: onnx.AttributeProto
-	(*ValueInfoProto)(nil),             // 6: onnx.ValueInfoProto
-	(*NodeProto)(nil),                  // 7: onnx.NodeProto
-	(*TrainingInfoProto)(nil),          // 8: onnx.TrainingInfoProto
-	(*ModelProto)(nil),                 // 9: onnx.ModelProto
-	(*StringStringEntryProto)(nil),     // 10: onnx.StringStringEntryProto
-	(*TensorAnnotation)(nil),           // 11: onnx.TensorAnnotation
-	(*GraphProto)(nil),                 // 12: onnx.GraphProto
-	(*TensorProto)(nil),                // 13: onnx.TensorProto
-	(*SparseTensorProto)(nil),          // 14: onnx.SparseTensorProto
-	(*TensorShapeProto)(nil),           // 15: onnx.TensorShapeProto
-	(*TypeProto)(nil),                  // 16: onnx.TypeProto
-	(*OperatorSetIdProto)(nil),         // 17: onnx.OperatorSetIdProto
-	(*FunctionProto)(nil),              // 18: onnx.FunctionProto
-	(*TensorProto_Segment)(nil),        // 19: onnx.TensorProto.Segment
-	(*TensorShapeProto_Dimension)(nil), // 20: onnx.TensorShapeProto.Dimension
-	(*TypeProto_Tensor)(nil),           // 21: onnx.TypeProto.Tensor
-	(*TypeProto_Sequence)(nil),         // 22: onnx.TypeProto.Sequence
-	(*TypeProto_Map)(nil),              // 23: onnx.TypeProto.Map
-	(*TypeProto_Optional)(nil),         // 24: onnx.TypeProto.Optional
-	(*TypeProto_SparseTensor)(nil),     // 25: onnx.TypeProto.SparseTensor
+	(Version)(0),                       // 0: tsplit.onnx.Version
+	(OperatorStatus)(0),                // 1: tsplit.onnx.OperatorStatus
+	(AttributeProto_AttributeType)(0),  // 2: tsplit.onnx.AttributeProto.AttributeType
+	(TensorProto_DataType)(0),          // 3: tsplit.onnx.TensorProto.DataType
+	(TensorProto_DataLocation)(0),      // 4: tsplit.onnx.TensorProto.DataLocation
+	(*AttributeProto)(nil),             // 5: tsplit.onnx.AttributeProto
+	(*ValueInfoProto)(nil),             // 6: tsplit.onnx.ValueInfoProto
+	(*NodeProto)(nil),                  // 7: tsplit.onnx.NodeProto
+	(*TrainingInfoProto)(nil),          // 8: tsplit.onnx.TrainingInfoProto
+	(*ModelProto)(nil),                 // 9: tsplit.onnx.ModelProto
+	(*StringStringEntryProto)(nil),     // 10: tsplit.onnx.StringStringEntryProto
+	(*TensorAnnotation)(nil),           // 11: tsplit.onnx.TensorAnnotation
+	(*GraphProto)(nil),                 // 12: tsplit.onnx.GraphProto
+	(*TensorProto)(nil),                // 13: tsplit.onnx.TensorProto
+	(*SparseTensorProto)(nil),          // 14: tsplit.onnx.SparseTensorProto
+	(*TensorShapeProto)(nil),           // 15: tsplit.onnx.TensorShapeProto
+	(*TypeProto)(nil),                  // 16: tsplit.onnx.TypeProto
+	(*OperatorSetIdProto)(nil),         // 17: tsplit.onnx.OperatorSetIdProto
+	(*FunctionProto)(nil),              // 18: tsplit.onnx.FunctionProto
+	(*TensorProto_Segment)(nil),        // 19: tsplit.onnx.TensorProto.Segment
+	(*TensorShapeProto_Dimension)(nil), // 20: tsplit.onnx.TensorShapeProto.Dimension
+	(*TypeProto_Tensor)(nil),           // 21: tsplit.onnx.TypeProto.Tensor
+	(*TypeProto_Sequence)(nil),         // 22: tsplit.onnx.TypeProto.Sequence
+	(*TypeProto_Map)(nil),              // 23: tsplit.onnx.TypeProto.Map
+	(*TypeProto_Optional)(nil),         // 24: tsplit.onnx.TypeProto.Optional
+	(*TypeProto_SparseTensor)(nil),     // 25: tsplit.onnx.TypeProto.SparseTensor
 }
 var file_onnx_proto_depIdxs = []int32{
-	2,  // 0: onnx.AttributeProto.type:type_name -> onnx.AttributeProto.AttributeType
-	13, // 1: onnx.AttributeProto.t:type_name -> onnx.TensorProto
-	12, // 2: onnx.AttributeProto.g:type_name -> onnx.GraphProto
-	14, // 3: onnx.AttributeProto.sparse_tensor:type_name -> onnx.SparseTensorProto
-	16, // 4: onnx.AttributeProto.tp:type_name -> onnx.TypeProto
-	13, // 5: onnx.AttributeProto.tensors:type_name -> onnx.TensorProto
-	12, // 6: onnx.AttributeProto.graphs:type_name -> onnx.GraphProto
-	14, // 7: onnx.AttributeProto.sparse_tensors:type_name -> onnx.SparseTensorProto
-	16, // 8: onnx.AttributeProto.type_protos:type_name -> onnx.TypeProto
-	16, // 9: onnx.ValueInfoProto.type:type_name -> onnx.TypeProto
-	10, // 10: onnx.ValueInfoProto.metadata_props:type_name -> onnx.StringStringEntryProto
-	5,  // 11: onnx.NodeProto.attribute:type_name -> onnx.AttributeProto
-	10, // 12: onnx.NodeProto.metadata_props:type_name -> onnx.StringStringEntryProto
-	12, // 13: onnx.TrainingInfoProto.initialization:type_name -> onnx.GraphProto
-	12, // 14: onnx.TrainingInfoProto.algorithm:type_name -> onnx.GraphProto
-	10, // 15: onnx.TrainingInfoProto.initialization_binding:type_name -> onnx.StringStringEntryProto
-	10, // 16: onnx.TrainingInfoProto.update_binding:type_name -> onnx.StringStringEntryProto
-	17, // 17: onnx.ModelProto.opset_import:type_name -> onnx.OperatorSetIdProto
-	12, // 18: onnx.ModelProto.graph:type_name -> onnx.GraphProto
-	10, // 19: onnx.ModelProto.metadata_props:type_name -> onnx.StringStringEntryProto
-	8,  // 20: onnx.ModelProto.training_info:type_name -> onnx.TrainingInfoProto
-	18, // 21: onnx.ModelProto.functions:type_name -> onnx.FunctionProto
-	10, // 22: onnx.TensorAnnotation.quant_parameter_tensor_names:type_name -> onnx.StringStringEntryProto
-	7,  // 23: onnx.GraphProto.node:type_name -> onnx.NodeProto
-	13, // 24: onnx.GraphProto.initializer:type_name -> onnx.TensorProto
-	14, // 25: onnx.GraphProto.sparse_initializer:type_name -> onnx.SparseTensorProto
-	6,  // 26: onnx.GraphProto.input:type_name -> onnx.ValueInfoProto
-	6,  // 27: onnx.GraphProto.output:type_name -> onnx.ValueInfoProto
-	6,  // 28: onnx.GraphProto.value_info:type_name -> onnx.ValueInfoProto
-	11, // 29: onnx.GraphProto.quantization_annotation:type_name -> onnx.TensorAnnotation
-	10, // 30: onnx.GraphProto.metadata_props:type_name -> onnx.StringStringEntryProto
-	19, // 31: onnx.TensorProto.segment:type_name -> onnx.TensorProto.Segment
-	10, // 32: onnx.TensorProto.external_data:type_name -> onnx.StringStringEntryProto
-	4,  // 33: onnx.TensorProto.data_location:type_name -> onnx.TensorProto.DataLocation
-	10, // 34: onnx.TensorProto.metadata_props:type_name -> onnx.StringStringEntryProto
-	13, // 35: onnx.SparseTensorProto.values:type_name -> onnx.TensorProto
-	13, // 36: onnx.SparseTensorProto.indices:type_name -> onnx.TensorProto
-	20, // 37: onnx.TensorShapeProto.dim:type_name -> onnx.TensorShapeProto.Dimension
-	21, // 38: onnx.TypeProto.tensor_type:type_name -> onnx.TypeProto.Tensor
-	22, // 39: onnx.TypeProto.sequence_type:type_name -> onnx.TypeProto.Sequence
-	23, // 40: onnx.TypeProto.map_type:type_name -> onnx.TypeProto.Map
-	24, // 41: onnx.TypeProto.optional_type:type_name -> onnx.TypeProto.Optional
-	25, // 42: onnx.TypeProto.sparse_tensor_type:type_name -> onnx.TypeProto.SparseTensor
-	5,  // 43: onnx.FunctionProto.attribute_proto:type_name -> onnx.AttributeProto
-	7,  // 44: onnx.FunctionProto.node:type_name -> onnx.NodeProto
-	17, // 45: onnx.FunctionProto.opset_import:type_name -> onnx.OperatorSetIdProto
-	6,  // 46: onnx.FunctionProto.value_info:type_name -> onnx.ValueInfoProto
-	10, // 47: onnx.FunctionProto.metadata_props:type_name -> onnx.StringStringEntryProto
-	15, // 48: onnx.TypeProto.Tensor.shape:type_name -> onnx.TensorShapeProto
-	16, // 49: onnx.TypeProto.Sequence.elem_type:type_name -> onnx.TypeProto
-	16, // 50: onnx.TypeProto.Map.value_type:type_name -> onnx.TypeProto
-	16, // 51: onnx.TypeProto.Optional.elem_type:type_name -> onnx.TypeProto
-	15, // 52: onnx.TypeProto.SparseTensor.shape:type_name -> onnx.TensorShapeProto
+	2,  // 0: tsplit.onnx.AttributeProto.type:type_name -> tsplit.onnx.AttributeProto.AttributeType
+	13, // 1: tsplit.onnx.AttributeProto.t:type_name -> tsplit.onnx.TensorProto
+	12, // 2: tsplit.onnx.AttributeProto.g:type_name -> tsplit.onnx.GraphProto
+	14, // 3: tsplit.onnx.AttributeProto.sparse_tensor:type_name -> tsplit.onnx.SparseTensorProto
+	16, // 4: tsplit.onnx.AttributeProto.tp:type_name -> tsplit.onnx.TypeProto
+	13, // 5: tsplit.onnx.AttributeProto.tensors:type_name -> tsplit.onnx.TensorProto
+	12, // 6: tsplit.onnx.AttributeProto.graphs:type_name -> tsplit.onnx.GraphProto
+	14, // 7: tsplit.onnx.AttributeProto.sparse_tensors:type_name -> tsplit.onnx.SparseTensorProto
+	16, // 8: tsplit.onnx.AttributeProto.type_protos:type_name -> tsplit.onnx.TypeProto
+	16, // 9: tsplit.onnx.ValueInfoProto.type:type_name -> tsplit.onnx.TypeProto
+	10, // 10: tsplit.onnx.ValueInfoProto.metadata_props:type_name -> tsplit.onnx.StringStringEntryProto
+	5,  // 11: tsplit.onnx.NodeProto.attribute:type_name -> tsplit.onnx.AttributeProto
+	10, // 12: tsplit.onnx.NodeProto.metadata_props:type_name -> tsplit.onnx.StringStringEntryProto
+	12, // 13: tsplit.onnx.TrainingInfoProto.initialization:type_name -> tsplit.onnx.GraphProto
+	12, // 14: tsplit.onnx.TrainingInfoProto.algorithm:type_name -> tsplit.onnx.GraphProto
+	10, // 15: tsplit.onnx.TrainingInfoProto.initialization_binding:type_name -> tsplit.onnx.StringStringEntryProto
+	10, // 16: tsplit.onnx.TrainingInfoProto.update_binding:type_name -> tsplit.onnx.StringStringEntryProto
+	17, // 17: tsplit.onnx.ModelProto.opset_import:type_name -> tsplit.onnx.OperatorSetIdProto
+	12, // 18: tsplit.onnx.ModelProto.graph:type_name -> tsplit.onnx.GraphProto
+	10, // 19: tsplit.onnx.ModelProto.metadata_props:type_name -> tsplit.onnx.StringStringEntryProto
+	8,  // 20: tsplit.onnx.ModelProto.training_info:type_name -> tsplit.onnx.TrainingInfoProto
+	18, // 21: tsplit.onnx.ModelProto.functions:type_name -> tsplit.onnx.FunctionProto
+	10, // 22: tsplit.onnx.TensorAnnotation.quant_parameter_tensor_names:type_name -> tsplit.onnx.StringStringEntryProto
+	7,  // 23: tsplit.onnx.GraphProto.node:type_name -> tsplit.onnx.NodeProto
+	13, // 24: tsplit.onnx.GraphProto.initializer:type_name -> tsplit.onnx.TensorProto
+	14, // 25: tsplit.onnx.GraphProto.sparse_initializer:type_name -> tsplit.onnx.SparseTensorProto
+	6,  // 26: tsplit.onnx.GraphProto.input:type_name -> tsplit.onnx.ValueInfoProto
+	6,  // 27: tsplit.onnx.GraphProto.output:type_name -> tsplit.onnx.ValueInfoProto
+	6,  // 28: tsplit.onnx.GraphProto.value_info:type_name -> tsplit.onnx.ValueInfoProto
+	11, // 29: tsplit.onnx.GraphProto.quantization_annotation:type_name -> tsplit.onnx.TensorAnnotation
+	10, // 30: tsplit.onnx.GraphProto.metadata_props:type_name -> tsplit.onnx.StringStringEntryProto
+	19, // 31: tsplit.onnx.TensorProto.segment:type_name -> tsplit.onnx.TensorProto.Segment
+	10, // 32: tsplit.onnx.TensorProto.external_data:type_name -> tsplit.onnx.StringStringEntryProto
+	4,  // 33: tsplit.onnx.TensorProto.data_location:type_name -> tsplit.onnx.TensorProto.DataLocation
+	10, // 34: tsplit.onnx.TensorProto.metadata_props:type_name -> tsplit.onnx.StringStringEntryProto
+	13, // 35: tsplit.onnx.SparseTensorProto.values:type_name -> tsplit.onnx.TensorProto
+	13, // 36: tsplit.onnx.SparseTensorProto.indices:type_name -> tsplit.onnx.TensorProto
+	20, // 37: tsplit.onnx.TensorShapeProto.dim:type_name -> tsplit.onnx.TensorShapeProto.Dimension
+	21, // 38: tsplit.onnx.TypeProto.tensor_type:type_name -> tsplit.onnx.TypeProto.Tensor
+	22, // 39: tsplit.onnx.TypeProto.sequence_type:type_name -> tsplit.onnx.TypeProto.Sequence
+	23, // 40: tsplit.onnx.TypeProto.map_type:type_name -> tsplit.onnx.TypeProto.Map
+	24, // 41: tsplit.onnx.TypeProto.optional_type:type_name -> tsplit.onnx.TypeProto.Optional
+	25, // 42: tsplit.onnx.TypeProto.sparse_tensor_type:type_name -> tsplit.onnx.TypeProto.SparseTensor
+	5,  // 43: tsplit.onnx.FunctionProto.attribute_proto:type_name -> tsplit.onnx.AttributeProto
+	7,  // 44: tsplit.onnx.FunctionProto.node:type_name -> tsplit.onnx.NodeProto
+	17, // 45: tsplit.onnx.FunctionProto.opset_import:type_name -> tsplit.onnx.OperatorSetIdProto
+	6,  // 46: tsplit.onnx.FunctionProto.value_info:type_name -> tsplit.onnx.ValueInfoProto
+	10, // 47: tsplit.onnx.FunctionProto.metadata_props:type_name -> tsplit.onnx.StringStringEntryProto
+	15, // 48: tsplit.onnx.TypeProto.Tensor.shape:type_name -> tsplit.onnx.TensorShapeProto
+	16, // 49: tsplit.onnx.TypeProto.Sequence.elem_type:type_name -> tsplit.onnx.TypeProto
+	16, // 50: tsplit.onnx.TypeProto.Map.value_type:type_name -> tsplit.onnx.TypeProto
+	16, // 51: tsplit.onnx.TypeProto.Optional.elem_type:type_name -> tsplit.onnx.TypeProto
+	15, // 52: tsplit.onnx.TypeProto.SparseTensor.shape:type_name -> tsplit.onnx.TensorShapeProto
 	53, // [53:53] is the sub-list for method output_type
 	53, // [53:53] is the sub-list for method input_type
 	53, // [53:53] is the sub-list for extension type_name

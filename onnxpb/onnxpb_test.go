@@ -654,7 +654,7 @@ const schemaPin = `
 
 func describeSchema() []string {
 	var out []string
-	short := func(n protoreflect.FullName) string { return strings.TrimPrefix(string(n), "onnx.") }
+	short := func(n protoreflect.FullName) string { return strings.TrimPrefix(string(n), "tsplit.onnx.") }
 	var enum func(e protoreflect.EnumDescriptor)
 	enum = func(e protoreflect.EnumDescriptor) {
 		for i := 0; i < e.Values().Len(); i++ {

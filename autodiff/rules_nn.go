@@ -1,7 +1,6 @@
 package autodiff
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/tsplit/tsplit/ir"
@@ -55,9 +54,11 @@ func init() {
 func nnAInts(name string, v ...int64) ir.Attr {
 	return ir.Attr{Name: name, Type: ir.AttrInts, Ints: append([]int64{}, v...)}
 }
-func nnAInt(name string, v int64) ir.Attr     { return ir.Attr{Name: name, Type: ir.AttrInt, Int: v} }
-func nnAFloat(name string, v float32) ir.Attr { return ir.Attr{Name: name, Type: ir.AttrFloat, Float: v} }
-func nnAStr(name, v string) ir.Attr           { return ir.Attr{Name: name, Type: ir.AttrString, String: v} }
+func nnAInt(name string, v int64) ir.Attr { return ir.Attr{Name: name, Type: ir.AttrInt, Int: v} }
+func nnAFloat(name string, v float32) ir.Attr {
+	return ir.Attr{Name: name, Type: ir.AttrFloat, Float: v}
+}
+func nnAStr(name, v string) ir.Attr { return ir.Attr{Name: name, Type: ir.AttrString, String: v} }
 
 func nnNumel(s ir.Shape) int64 {
 	n := int64(1)
@@ -633,22 +634,25 @@ func batchNormGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Val
 		bshape[i] = 1
 	}
 	bshape[1] = C
-	eps := b.Scalar(x.DType, float64(op.AttrFloat("epsilon", 1e-5)))
 	training := batchNormTraining(op)
+	needXhat := need[1] || (need[0] && training)
 	var xc, invstd *ir.Value
-	if training {
-		mu := nnReduce(b, "ReduceMean", x, axes, true)
-		xc = b.Sub(x, mu)
-		v := nnReduce(b, "ReduceMean", b.Mul(xc, xc), axes, true)
-		invstd = b.Op("Reciprocal", []*ir.Value{b.Op("Sqrt", []*ir.Value{b.Add(v, eps)})})
-	} else {
-		invstd = b.Op("Reciprocal", []*ir.Value{b.Op("Sqrt", []*ir.Value{b.Add(b.Reshape(op.Input(4), bshape), eps)})})
-		if need[1] {
-			xc = b.Sub(x, b.Reshape(op.Input(3), bshape))
+	if needXhat || need[0] {
+		eps := b.Scalar(x.DType, float64(op.AttrFloat("epsilon", 1e-5)))
+		if training {
+			mu := nnReduce(b, "ReduceMean", x, axes, true)
+			xc = b.Sub(x, mu)
+			v := nnReduce(b, "ReduceMean", b.Mul(xc, xc), axes, true)
+			invstd = b.Op("Reciprocal", []*ir.Value{b.Op("Sqrt", []*ir.Value{b.Add(v, eps)})})
+		} else {
+			invstd = b.Op("Reciprocal", []*ir.Value{b.Op("Sqrt", []*ir.Value{b.Add(b.Reshape(op.Input(4), bshape), eps)})})
+			if needXhat {
+				xc = b.Sub(x, b.Reshape(op.Input(3), bshape))
+			}
 		}
 	}
 	var xhat, sumDy, sumDyXhat *ir.Value
-	if need[1] || (need[0] && training) {
+	if needXhat {
 		xhat = b.Mul(xc, invstd)
 		sumDyXhat = nnReduce(b, "ReduceSum", b.Mul(g, xhat), axes, true)
 	}
@@ -709,6 +713,13 @@ func layerNormGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Val
 		}
 		return v
 	}
+	needScale := len(need) > 1 && need[1]
+	if !need[0] && !needScale {
+		if len(need) > 2 && need[2] && bias != nil {
+			out[2] = b.SumTo(g, bias.Shape)
+		}
+		return out
+	}
 	mu, invstd := stat(1), stat(2)
 	if mu == nil {
 		mu = nnReduce(b, "ReduceMean", x, axes, true)
@@ -726,7 +737,7 @@ func layerNormGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Val
 		m2 := nnReduce(b, "ReduceMean", b.Mul(gs, xhat), axes, true)
 		out[0] = b.Mul(invstd, b.Sub(b.Sub(gs, m1), b.Mul(xhat, m2)))
 	}
-	if need[1] {
+	if needScale {
 		out[1] = b.SumTo(b.Mul(g, xhat), scale.Shape)
 	}
 	if len(need) > 2 && need[2] && bias != nil {
@@ -952,5 +963,3 @@ func geluGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
 	}
 	return []*ir.Value{b.Mul(dy[0], d)}
 }
-
-var _ = fmt.Sprintf

@@ -19,13 +19,27 @@ type Options struct {
 	Memory memory.Options
 }
 
-// Executor runs one graph on one device.
+// Executor runs one graph on one device. It assumes it is the only user
+// of the device's pool (it leaves weights there between runs).
 type Executor struct {
 	Model *ir.Model
 	Mem   *memory.Model
 	Dev   Device
 	opts  Options
 	step  int64
+	// kept remembers, per weight interval, what the previous run left in
+	// the pool: the offset and the host data it was uploaded from. A
+	// weight whose offset and source are unchanged is still in place
+	// (weights are allocated first, in the same order, every run, and
+	// nothing else writes the pool between runs), so it is not copied
+	// again — as a GPU runtime keeps weights resident across steps.
+	kept map[int]upload
+}
+
+type upload struct {
+	off  int64
+	data *byte
+	n    int
 }
 
 // New checks that the device can run every op and builds the memory
@@ -203,8 +217,21 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 		if int64(len(data)) != r.Bytes {
 			return nil, fmt.Errorf("executor: input %q has %d bytes, its type %v%v needs %d", v.Name, len(data), v.DType, v.Shape, r.Bytes)
 		}
-		if err := x.Dev.ToDevice(*r, data); err != nil {
-			return nil, fmt.Errorf("executor: uploading %q: %w", v.Name, err)
+		idx := ev[k].Interval
+		var src *byte
+		if len(data) > 0 {
+			src = &data[0]
+		}
+		if u, ok := x.kept[idx]; !ok || v.Kind != ir.KindInit || u.off != r.Off || u.data != src || u.n != len(data) {
+			if err := x.Dev.ToDevice(*r, data); err != nil {
+				return nil, fmt.Errorf("executor: uploading %q: %w", v.Name, err)
+			}
+		}
+		if v.Kind == ir.KindInit {
+			if x.kept == nil {
+				x.kept = map[int]upload{}
+			}
+			x.kept[idx] = upload{off: r.Off, data: src, n: len(data)}
 		}
 		ready[v.ID] = doneEvent()
 	}

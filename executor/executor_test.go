@@ -186,3 +186,42 @@ func liveAtNth(x *executor.Executor, typ string, n int) int64 {
 	}
 	return -1
 }
+
+// Weights stay in the pool between runs; feeding a weight replaces it.
+func TestWeightsResidentAcrossRuns(t *testing.T) {
+	m := chain(t)
+	in := map[string][]byte{"x": floats(64*64, func(i int) float32 { return float32(i%13)/13 - 0.5 })}
+	dev := mustCPU(t, 1<<20)
+	x, err := executor.New(m, dev, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := x.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := x.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := m.Graph.Outputs[0].Name
+	if !bytes.Equal(r1.Outputs[out], r2.Outputs[out]) {
+		t.Fatal("second run differs")
+	}
+	in["w"] = floats(64*64, func(int) float32 { return 0 })
+	r3, err := x.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(r1.Outputs[out], r3.Outputs[out]) {
+		t.Fatal("a fed weight was ignored")
+	}
+	delete(in, "w")
+	r4, err := x.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r1.Outputs[out], r4.Outputs[out]) {
+		t.Fatal("the initializer was not restored after a fed weight")
+	}
+}

@@ -38,7 +38,7 @@ func ToProto(m *ir.Model) (*onnxpb.ModelProto, error) {
 		out.OpsetImport = opsets(nil, m.Opsets)
 		out.MetadataProps = metadata(nil, m.Meta)
 	}
-	g, err := graphToProto(m.Graph)
+	g, err := graphToProto(m.Graph, m.Specialized)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func metadata(src []*onnxpb.StringStringEntryProto, meta map[string]string) []*o
 	return out
 }
 
-func graphToProto(g *ir.Graph) (*onnxpb.GraphProto, error) {
+func graphToProto(g *ir.Graph, static bool) (*onnxpb.GraphProto, error) {
 	src, _ := g.Src.(*onnxpb.GraphProto)
 	out := &onnxpb.GraphProto{}
 	srcInputs := map[string]*onnxpb.ValueInfoProto{}
@@ -196,11 +196,16 @@ func graphToProto(g *ir.Graph) (*onnxpb.GraphProto, error) {
 		for _, vi := range src.Output {
 			srcOutputs[vi.GetName()] = vi
 		}
-		// value_info entries are kept for the values that still exist.
+		// value_info entries are kept for the values that still exist
+		// (a specialized graph drops the source's symbolic ones).
 		for _, vi := range src.ValueInfo {
-			if g.Lookup(vi.GetName()) != nil {
+			if g.Lookup(vi.GetName()) != nil && !static {
 				out.ValueInfo = append(out.ValueInfo, vi)
 			}
+		}
+		if static {
+			clear(srcInputs)
+			clear(srcOutputs)
 		}
 	} else {
 		out.Name = proto.String(g.Name)

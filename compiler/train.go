@@ -173,6 +173,7 @@ func BuildTrainingStep(m *ir.Model, opts TrainOptions) (*TrainingInfo, error) {
 		return nil, err
 	}
 	g.Outputs = outputs
+	m.Specialized = true // gradient rules emitted shapes of this batch
 	js, _ := json.Marshal(ti)
 	m.Meta[TrainingKey] = string(js)
 	if err := ir.Verify(m); err != nil {

@@ -43,6 +43,11 @@ type Model struct {
 	// Meta is the model's metadata_props (key → value). tsplit records
 	// what it adds to a model here (training-step facts, plan summary).
 	Meta map[string]string
+	// Specialized says the graph's shapes hold only for the bound
+	// dimensions (Dims): passes emitted constants such as Reshape targets
+	// from them. The writer then declares inputs and outputs with their
+	// static shapes instead of the source's symbolic ones.
+	Specialized bool
 	// Path is the file the model was read from, if any.
 	Path string
 	// Src carries the serialized model's other fields.

@@ -285,7 +285,8 @@ func convGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
 	pb := win.Pads[:n]
 	if need[0] {
 		// dX[n,ch,i] = Σ dY[n,m,o]·W[m,c,k] over i = o·s - pb + k·d: the
-		// scatter a ConvTranspose with W (C_in = M, M/g... its layout) does.
+		// scatter a ConvTranspose does, W [M, C/g, k...] being exactly a
+		// ConvTranspose weight (M input channels, C/g outputs per group).
 		pads, opad := nnTransposePads(b, win.Strides, win.Dilations, win.Kernel, o, in, pb)
 		out[0] = b.Op("ConvTranspose", []*ir.Value{g, w}, nnWindowAttrs(win.Strides, win.Dilations, pads, opad, group)...)
 	}

@@ -1,4 +1,6 @@
-// Package kernels holds tsplit's float32 reference kernels: one Kernel
+// Package kernels holds tsplit's reference kernels (float32, and
+// float64 for gradient checks; integer and boolean types where shape
+// arithmetic and masks need them): one Kernel
 // per operator of the op table (package ir), registered under the same
 // domain and type. The CPU reference device runs them; they compute
 // every op for real, on memory the executor places inside the device

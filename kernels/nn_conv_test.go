@@ -463,3 +463,37 @@ func TestNNGuard(t *testing.T) {
 		t.Error("Conv accepted a missing input")
 	}
 }
+
+// TestNNGuardMixedTypes: the nn kernels run float32 or float64, one
+// element type per op; a tensor of the other type is refused.
+func TestNNGuardMixedTypes(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 27))
+	x, w := nnF(r, 1, 2, 5, 5), nnF(r, 3, 2, 3, 3)
+	op := nnOpDT(t, 17, ir.Double, "Conv", []nnIn{x, w}, []string{"y"})
+	if err := Supported(op); err != nil {
+		t.Fatalf("float64 Conv: %v", err)
+	}
+	k := Lookup("", "Conv")
+	good := nnRun(t, op, []nnIn{x, w})
+	x64, _ := NewTensor(ir.Double, ir.Shape{1, 2, 5, 5})
+	w32, _ := NewTensor(ir.Float, ir.Shape{3, 2, 3, 3})
+	if err := k.Run(&Ctx{Op: op, In: []*Tensor{x64, w32}, Out: good, Workspace: make([]byte, WorkspaceBytes(op))}); err == nil {
+		t.Error("float64 Conv accepted a float32 weight")
+	}
+	y32, _ := NewTensor(ir.Float, good[0].Shape)
+	w64, _ := NewTensor(ir.Double, ir.Shape{3, 2, 3, 3})
+	if err := k.Run(&Ctx{Op: op, In: []*Tensor{x64, w64}, Out: []*Tensor{y32}, Workspace: make([]byte, WorkspaceBytes(op))}); err == nil {
+		t.Error("float64 Conv accepted a float32 output")
+	}
+	// The float64 scratch is twice the float32 one.
+	op32 := nnOp(t, 17, "Conv", []nnIn{x, w}, []string{"y"})
+	if a, b := WorkspaceBytes(op), WorkspaceBytes(op32); a != 2*b || b == 0 {
+		t.Errorf("workspace float64 %d bytes, float32 %d", a, b)
+	}
+	for _, typ := range []string{"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+		"BatchNormalization", "LayerNormalization", "Gemm", "MatMul", "Softmax", "LogSoftmax"} {
+		if kk := Lookup("", typ); kk == nil || len(kk.DTypes) != 2 || kk.DTypes[0] != ir.Float || kk.DTypes[1] != ir.Double {
+			t.Errorf("%s: kernel element types %v, want float32 and float64", typ, kk.DTypes)
+		}
+	}
+}

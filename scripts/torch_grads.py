@@ -2,7 +2,8 @@
 """PyTorch reference for one training step: loss and parameter gradients.
 
 Usage: /usr/bin/python3 scripts/torch_grads.py MODEL OUT_DIR --batch N
-           [--onnx PATH] [--seed S] [--float64] [--sgd-steps K --lr LR]
+           [--onnx PATH] [--seed S] [--float64] [--export-onnx PATH]
+           [--sgd-steps K --lr LR]
 
 Builds MODEL with the constructor of scripts/export_torch_models.py, loads
 its weights from the exported ONNX file (testdata/torch/MODEL.onnx by
@@ -16,17 +17,24 @@ cross-entropy of the logits and back-propagates it. It writes
   OUT_DIR/inputs.json    the input tensor(s), named as the ONNX graph
                          inputs, and "labels" (the logits' shape minus the
                          class axis)
-  OUT_DIR/expected.json  "loss" (a float32 scalar) and the gradient of
-                         every parameter, keyed by its ONNX initializer name
+  OUT_DIR/expected.json  "loss" (a float32 scalar) and the float32
+                         gradient of every parameter, keyed by its ONNX
+                         initializer name
 
 in the JSON tensor format of internal/tensorfile:
   {"<name>": {"type": "float32", "dims": [2, 3], "data_b64": "<base64>"}}
 
---float64 computes in double precision (the files still hold float32), a
-more exact reference for telling apart two float32 implementations.
+--float64 computes in double precision and writes the float inputs, the
+loss and the gradients as float64 (the inputs hold the same values as
+without it). --export-onnx PATH also exports the model as it runs (the
+loaded weights, dropout 0, float64 with --float64) to PATH, with the settings
+of scripts/export_torch_models.py (opset 17, TRAINING mode, no constant
+folding, the graph input names of the source file, output "output", a
+symbolic batch): a runtime can then be checked in double precision, where
+no ReLU input lies close enough to zero for rounding to flip its sign.
 --sgd-steps K also runs K plain SGD steps (learning rate --lr, default
 0.01) on the same batch from the loaded weights, after the gradients above,
-and adds their losses to expected.json as "sgd_losses" (float32 [K]).
+and adds their losses to expected.json as "sgd_losses" ([K]).
 
 BatchNormalization layers normalise with the batch's statistics in train()
 mode; their running statistics (loaded from the ONNX file too) do not
@@ -73,15 +81,14 @@ def die(msg):
     sys.exit(1)
 
 
-def tensor_json(t, as_float32=False):
+def tensor_json(t):
     """One entry of a tensor file: type, dims and base64 little-endian data."""
     a = t.detach().cpu().contiguous().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-    if as_float32 and a.dtype.kind == "f":
-        a = a.astype(np.float32)
     typ = JSON_TYPES.get(a.dtype)
     if typ is None:
         die("no tensor-file type for %s" % a.dtype)
-    a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"), copy=False))
+    # (np.ascontiguousarray would make a scalar 1-D.)
+    a = np.require(a.astype(a.dtype.newbyteorder("<"), copy=False), requirements="C")
     return {"type": typ, "dims": [int(d) for d in a.shape],
             "data_b64": base64.b64encode(a.tobytes()).decode("ascii")}
 
@@ -162,6 +169,27 @@ def make_inputs(mp, batch, gen):
     return feeds
 
 
+def export_as_run(model, feeds, names, path):
+    """Exports the model as it will run (its dtype, dropout 0, the loaded
+    weights) with the settings of scripts/export_torch_models.py."""
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), ".%s.tmp.%d" % (os.path.basename(path), os.getpid()))
+    try:
+        torch.onnx.export(
+            model, tuple(feeds[n] for n in names), tmp,
+            export_params=True,
+            opset_version=etm.OPSET,
+            training=torch.onnx.TrainingMode.TRAINING,
+            do_constant_folding=False,
+            input_names=names,
+            output_names=["output"],
+            dynamic_axes=dict({n: {0: "batch"} for n in names}, output={0: "batch"}),
+        )
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def zero_dropout(model):
     """Sets every dropout probability to 0; returns how many were not 0."""
     changed = 0
@@ -187,7 +215,8 @@ def main(argv):
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--onnx", help="exported model (default testdata/torch/MODEL.onnx)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the inputs and labels")
-    ap.add_argument("--float64", action="store_true", help="compute in double precision")
+    ap.add_argument("--float64", action="store_true", help="compute in double precision, write float64")
+    ap.add_argument("--export-onnx", metavar="PATH", help="also export the model as run to PATH")
     ap.add_argument("--sgd-steps", type=int, default=0, help="also run K SGD steps and record their losses")
     ap.add_argument("--lr", type=float, default=0.01)
     args = ap.parse_args(argv)
@@ -195,6 +224,7 @@ def main(argv):
         ap.error("--batch must be positive")
 
     torch.set_num_threads(os.cpu_count() or 1)
+    os.makedirs(args.outdir, exist_ok=True)
     path = args.onnx or os.path.join(REPO, "testdata", "torch", args.model + ".onnx")
     if not os.path.exists(path):
         die("%s does not exist; export it with scripts/export_torch_models.py testdata/torch %s" % (path, args.model))
@@ -212,14 +242,19 @@ def main(argv):
     dtype = torch.float64 if args.float64 else torch.float32
     model.to(dtype)
     model.train()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
 
     gen = torch.Generator().manual_seed(args.seed)
     feeds = make_inputs(mp, args.batch, gen)
-    run_feeds = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in feeds.items()}
+    feeds = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in feeds.items()}
     names = list(feeds)
+    if args.export_onnx:
+        os.makedirs(os.path.dirname(os.path.abspath(args.export_onnx)), exist_ok=True)
+        export_as_run(model, feeds, names, args.export_onnx)
+        model.load_state_dict(state)  # the export's trace ran a forward pass
 
     def forward():
-        return model(*[run_feeds[n] for n in names])
+        return model(*[feeds[n] for n in names])
 
     logits = forward()
     labels = torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), generator=gen, dtype=torch.int64)
@@ -227,7 +262,7 @@ def main(argv):
     loss = cross_entropy(logits, labels)
     loss.backward()
 
-    expected = {"loss": tensor_json(loss.detach().reshape(()), as_float32=True)}
+    expected = {"loss": tensor_json(loss.detach().reshape(()))}
     params = dict(model.named_parameters())
     no_grad = []
     for n, p in params.items():
@@ -237,7 +272,7 @@ def main(argv):
         if g is None:
             no_grad.append(n)
             g = torch.zeros_like(p)
-        expected[n] = tensor_json(g, as_float32=True)
+        expected[n] = tensor_json(g)
     if no_grad:
         sys.stderr.write("torch_grads.py: parameters the loss does not depend on (zero gradients written): %s\n"
                          % ", ".join(no_grad))
@@ -251,13 +286,12 @@ def main(argv):
             losses.append(step_loss.item())
             step_loss.backward()
             opt.step()
-        expected["sgd_losses"] = tensor_json(np.array(losses, dtype=np.float32))
+        expected["sgd_losses"] = tensor_json(np.array(losses, dtype=np.float64 if args.float64 else np.float32))
 
     inputs = {n: tensor_json(feeds[n]) for n in names}
     if "labels" in inputs:
         die("the model has an input named 'labels'")
     inputs["labels"] = tensor_json(labels)
-    os.makedirs(args.outdir, exist_ok=True)
     write_tensors(os.path.join(args.outdir, "inputs.json"), inputs)
     write_tensors(os.path.join(args.outdir, "expected.json"), expected)
     print("%s batch %d (%s): loss %.6f, %d parameters, %d weights loaded from %s (%d parameters differ from a fresh seed-0 build), %.1fs"

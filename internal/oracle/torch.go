@@ -30,14 +30,34 @@ func pythonTorch(t testing.TB) string {
 // Expected holds "loss" (a float32 scalar) and the float32 gradient of
 // every parameter, keyed by its ONNX initializer name.
 //
-// extra is passed to the script: "--float64" computes in double
-// precision, "--seed=S" changes the inputs' seed, "--sgd-steps=K" (and
-// "--lr=LR") adds the losses of K SGD steps as "sgd_losses".
+// extra is passed to the script: "--seed=S" changes the inputs' seed,
+// "--sgd-steps=K" (and "--lr=LR") adds the losses of K SGD steps as
+// "sgd_losses".
 func TorchGrads(t testing.TB, name string, batch int, extra ...string) (inputs, expected map[string]*Tensor) {
+	t.Helper()
+	return torchGrads(t, name, batch, t.TempDir(), extra)
+}
+
+// TorchGrads64 is TorchGrads in double precision: the same weights and
+// input values, computed and written as float64. Model is the model as
+// PyTorch ran it (float64 weights, dropout 0) exported to a temporary
+// ONNX file with the settings of scripts/export_torch_models.py, for a
+// runtime to run in double precision too.
+func TorchGrads64(t testing.TB, name string, batch int, extra ...string) (model string, inputs, expected map[string]*Tensor) {
+	t.Helper()
+	dir := t.TempDir()
+	model = filepath.Join(dir, name+"-float64.onnx")
+	inputs, expected = torchGrads(t, name, batch, dir, append([]string{"--float64", "--export-onnx", model}, extra...))
+	if !fileExists(model) {
+		t.Fatalf("oracle: scripts/torch_grads.py did not write %s", model)
+	}
+	return model, inputs, expected
+}
+
+func torchGrads(t testing.TB, name string, batch int, dir string, extra []string) (inputs, expected map[string]*Tensor) {
 	t.Helper()
 	py := pythonTorch(t)
 	model := TorchModel(t, name)
-	dir := t.TempDir()
 	script := filepath.Join(mustRoot(t), "scripts", "torch_grads.py")
 	args := append([]string{script, name, dir, "--batch", strconv.Itoa(batch), "--onnx", model}, extra...)
 	start := time.Now()

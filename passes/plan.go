@@ -1,0 +1,317 @@
+package passes
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// Option is the memory option of a tensor (TSPLIT's sTensor opt).
+type Option uint8
+
+// Options of a tensor.
+const (
+	Reside Option = iota
+	Swap
+	Recompute
+)
+
+func (o Option) String() string { return [...]string{"reside", "swap", "recompute"}[o] }
+
+// Decision is the plan for one tensor: evict it after position After
+// (its last use before the bottleneck) and have it back before position
+// Before (its next use). Positions refer to the order the plan was made
+// on.
+type Decision struct {
+	Value  *ir.Value
+	Option Option
+	After  int
+	Before int
+	// Trigger is where a swap-in starts (swap only): early enough to
+	// hide the transfer, late enough not to raise the peak.
+	Trigger int
+	// At is the bottleneck position that chose this decision.
+	At     int
+	DeltaM int64
+	DeltaT float64
+}
+
+// Plan is the result of planning.
+type Plan struct {
+	Budget    int64
+	Decisions []*Decision
+}
+
+// Planner holds the state of TSPLIT Alg. 2 over one order.
+type Planner struct {
+	G       *ir.Graph
+	Mem     *memory.Model
+	TL      *Timeline
+	Prof    *profile.Profile
+	Budget  int64
+	Allowed [3]bool // which options may be chosen (index by Option)
+
+	pos     []int
+	uses    [][]int // use positions of each value, sorted
+	saved   []int64 // ΔM(S)_i: bytes the decisions free at each position
+	decided []bool  // by ValueID
+	outOcc  []float64
+	inOcc   []float64
+	opTime  []float64
+	n       int
+}
+
+// InfeasibleError says no plan fits the budget.
+type InfeasibleError struct {
+	Budget     int64
+	At         string // the op where nothing more could be freed
+	Need       int64  // bytes live there after every possible eviction
+	LowerBound int64  // no plan of this kind fits below this
+}
+
+func (e *InfeasibleError) Error() string {
+	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (inputs, outputs and workspace of its largest op plus the weights) — nearest feasible budget: at least %s",
+		compiler.FormatBytes(e.Budget), e.At, compiler.FormatBytes(e.Need), compiler.FormatBytes(e.LowerBound), compiler.FormatBytes(max(e.LowerBound, e.Need)))
+}
+
+// NewPlanner prepares Alg. 2 on g's current order.
+func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile, budget int64) *Planner {
+	n := len(mem.Order)
+	pl := &Planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
+		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
+		decided: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
+		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
+	pl.Allowed = [3]bool{true, true, true}
+	for i := range pl.opTime {
+		pl.opTime[i] = tl.End[i] - tl.Start[i]
+	}
+	for i, op := range mem.Order {
+		for _, v := range op.Inputs() {
+			if v != nil {
+				pl.uses[v.ID] = append(pl.uses[v.ID], i)
+			}
+		}
+	}
+	for id := range pl.uses {
+		sort.Ints(pl.uses[id])
+	}
+	return pl
+}
+
+// LowerBound is the memory no swap/recompute plan can go below: the
+// resident weights plus the largest single op's inputs, outputs and
+// workspace (moDNN Eq. 2 in spirit).
+func (pl *Planner) LowerBound() int64 {
+	var worst int64
+	for i, op := range pl.Mem.Order {
+		var b int64
+		seen := map[ir.ValueID]bool{}
+		for _, list := range [][]*ir.Value{op.Inputs(), op.Outputs()} {
+			for _, v := range list {
+				if v == nil || seen[v.ID] {
+					continue
+				}
+				seen[v.ID] = true
+				if idx := pl.Mem.ByValue[v.ID]; idx >= 0 && pl.Mem.Intervals[idx].Kind != memory.Weight {
+					b += pl.Mem.Intervals[idx].Bytes
+				}
+			}
+		}
+		if w := pl.Mem.WorkspaceAt[i]; w >= 0 {
+			b += pl.Mem.Intervals[w].Bytes
+		}
+		worst = max(worst, b)
+	}
+	var weights int64
+	for _, iv := range pl.Mem.Intervals {
+		if iv.Kind == memory.Weight {
+			weights += iv.Bytes
+		}
+	}
+	return worst + weights
+}
+
+// candidate is one possible decision at a bottleneck.
+type candidate struct {
+	d     Decision
+	ratio float64
+	from  [2]int // saving range [lo, hi]
+}
+
+// Run walks the order and, at each position where M_i − ΔM(S)_i exceeds
+// the budget, applies the candidate with the smallest ΔT/ΔM until it
+// fits (Alg. 2 without split, which package passes adds separately).
+func (pl *Planner) Run() (*Plan, error) {
+	plan := &Plan{Budget: pl.Budget}
+	for i := 0; i < pl.n; i++ {
+		for pl.Mem.Live[i]-pl.saved[i] > pl.Budget {
+			c := pl.best(i)
+			if c == nil {
+				return nil, &InfeasibleError{Budget: pl.Budget, At: pl.Mem.Order[i].Describe(),
+					Need: pl.Mem.Live[i] - pl.saved[i] - pl.evictable(i), LowerBound: pl.LowerBound()}
+			}
+			d := c.d
+			plan.Decisions = append(plan.Decisions, &d)
+			pl.decided[d.Value.ID] = true
+			for k := c.from[0]; k <= c.from[1]; k++ {
+				pl.saved[k] += d.DeltaM
+			}
+			if d.Option == Swap {
+				pl.occupy(pl.outOcc, d.After+1, pl.n, pl.Prof.TransferTime(d.Value.Bytes(), true))
+				pl.occupy(pl.inOcc, d.Trigger, d.Before, pl.Prof.TransferTime(d.Value.Bytes(), false))
+			}
+		}
+	}
+	return plan, nil
+}
+
+// evictable is what could still be freed at i (for the error message).
+func (pl *Planner) evictable(i int) int64 {
+	var b int64
+	for _, c := range pl.candidates(i) {
+		b += c.d.DeltaM
+	}
+	return b
+}
+
+// occupy marks link time as used on the ops from lo on (Oc_u := 1)
+// until dur seconds are covered.
+func (pl *Planner) occupy(occ []float64, lo, hi int, dur float64) {
+	for u := lo; u < hi && u < pl.n && dur > 0; u++ {
+		free := (1 - occ[u]) * pl.opTime[u]
+		if free <= 0 {
+			continue
+		}
+		take := min(free, dur)
+		occ[u] += take / pl.opTime[u]
+		dur -= take
+	}
+}
+
+func (pl *Planner) best(i int) *candidate {
+	var best *candidate
+	for _, c := range pl.candidates(i) {
+		if best == nil || c.ratio < best.ratio || (c.ratio == best.ratio && c.d.After < best.d.After) {
+			cc := c
+			best = &cc
+		}
+	}
+	return best
+}
+
+// candidates lists the non-split options at bottleneck i: every
+// activation live across i that op i does not read, evicted over the
+// gap of its uses that contains i.
+func (pl *Planner) candidates(i int) []candidate {
+	var out []candidate
+	op := pl.Mem.Order[i]
+	for idx := range pl.Mem.Intervals {
+		iv := &pl.Mem.Intervals[idx]
+		v := iv.Value
+		if iv.Kind != memory.Activation || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] {
+			continue
+		}
+		if reads(op, v) {
+			continue
+		}
+		a, q := iv.Start, -1
+		for _, u := range pl.uses[v.ID] {
+			if u < i {
+				a = max(a, u)
+			} else if u > i {
+				q = u
+				break
+			}
+		}
+		if q < 0 {
+			continue
+		}
+		if pl.Allowed[Swap] {
+			if c, ok := pl.swapCandidate(v, iv.Bytes, a, q, i); ok {
+				out = append(out, c)
+			}
+		}
+		if pl.Allowed[Recompute] {
+			if c, ok := pl.recomputeCandidate(v, iv.Bytes, a, q, i); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func reads(op *ir.Op, v *ir.Value) bool {
+	for _, w := range op.Inputs() {
+		if w == v {
+			return true
+		}
+	}
+	return false
+}
+
+// swapCandidate applies TSPLIT Eq. 2–3: ΔM = size; ΔT = the part of the
+// swap-out not hidden by the ops between eviction and the bottleneck,
+// plus the part of the swap-in not hidden before its consumer q.
+func (pl *Planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
+	// The device copy stays live through op a+1 (decoupled swap-out),
+	// so the saving starts at a+2 and must cover i.
+	if a+2 > i {
+		return candidate{}, false
+	}
+	out := pl.Prof.TransferTime(v.Bytes(), true)
+	in := pl.Prof.TransferTime(v.Bytes(), false)
+	hide := 0.0
+	for u := a + 1; u < i; u++ {
+		hide += (1 - pl.outOcc[u]) * pl.opTime[u]
+	}
+	fwd := max(out-hide, 0)
+	// Trigger: walk back from q until the swap-in is hidden, but keep the
+	// restored copy from raising the memory above the budget, and after i.
+	p := q
+	hide = 0
+	for p-1 > i && hide < in {
+		k := p - 1
+		if pl.Mem.Live[k]-pl.saved[k]+size > pl.Budget {
+			break
+		}
+		hide += (1 - pl.inOcc[k]) * pl.opTime[k]
+		p = k
+	}
+	bwd := max(in-hide, 0)
+	if p <= i {
+		return candidate{}, false
+	}
+	d := Decision{Value: v, Option: Swap, After: a, Before: q, Trigger: p, At: i, DeltaM: size, DeltaT: fwd + bwd}
+	return candidate{d: d, ratio: (d.DeltaT + 1e-12) / float64(size), from: [2]int{a + 2, p - 1}}, true
+}
+
+// recomputeCandidate applies Eq. 4: ΔT is the time of the producer op,
+// cloned just before q. Only producers whose inputs are weights, graph
+// inputs or activations still live at q qualify (so recomputation never
+// extends another tensor's life), and never random ops.
+func (pl *Planner) recomputeCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
+	def := v.Def
+	if def == nil || ir.CopyOf(def) != ir.NoCopy || def.Phase != ir.Forward || def.Type == "Dropout" {
+		return candidate{}, false
+	}
+	for _, w := range def.Inputs() {
+		if w == nil {
+			continue
+		}
+		idx := pl.Mem.ByValue[w.ID]
+		if idx < 0 {
+			return candidate{}, false
+		}
+		wi := &pl.Mem.Intervals[idx]
+		if wi.Kind == memory.Activation && (wi.End < q || pl.decided[w.ID]) {
+			return candidate{}, false
+		}
+	}
+	dt := pl.opTime[pl.pos[def.ID]]
+	d := Decision{Value: v, Option: Recompute, After: a, Before: q, At: i, DeltaM: size, DeltaT: dt}
+	return candidate{d: d, ratio: (dt + 1e-12) / float64(size), from: [2]int{a + 1, q - 1}}, true
+}

@@ -43,6 +43,7 @@ func ToProto(m *ir.Model) (*onnxpb.ModelProto, error) {
 		return nil, err
 	}
 	out.Graph = g
+	addTsplitFunctions(m, out)
 	return out, nil
 }
 
@@ -96,6 +97,63 @@ func WriteBytesAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// addTsplitFunctions gives every tsplit-domain op the model uses a
+// model-local function with a standard body (Identity for the swaps), so
+// any ONNX runtime executes the file with the same results while
+// tsplit's runtime performs the real memory operation (DESIGN decision 3).
+func addTsplitFunctions(m *ir.Model, out *onnxpb.ModelProto) {
+	used := map[string]bool{}
+	for _, op := range m.Graph.Order() {
+		if op.Domain == ir.Domain {
+			used[op.Type] = true
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	have := map[string]bool{}
+	for _, f := range out.Functions {
+		if f.GetDomain() == ir.Domain {
+			have[f.GetName()] = true
+		}
+	}
+	var types []string
+	for t := range used {
+		if !have[t] {
+			types = append(types, t)
+		}
+	}
+	slices.Sort(types)
+	fns := append([]*onnxpb.FunctionProto(nil), out.Functions...)
+	for _, t := range types {
+		body, ok := tsplitBodies[t]
+		if !ok {
+			continue
+		}
+		fns = append(fns, &onnxpb.FunctionProto{
+			Name: proto.String(t), Domain: proto.String(ir.Domain),
+			Input: []string{"x"}, Output: []string{"y"},
+			Node:        []*onnxpb.NodeProto{{OpType: proto.String(body), Input: []string{"x"}, Output: []string{"y"}}},
+			OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(m.Opset(""))}},
+			DocString:   proto.String("tsplit " + t + ": a device↔host transfer in tsplit's runtime; the identity on values"),
+		})
+	}
+	out.Functions = fns
+	found := false
+	for _, os := range out.OpsetImport {
+		if os.GetDomain() == ir.Domain {
+			found = true
+		}
+	}
+	if !found {
+		out.OpsetImport = append(append([]*onnxpb.OperatorSetIdProto(nil), out.OpsetImport...),
+			&onnxpb.OperatorSetIdProto{Domain: proto.String(ir.Domain), Version: proto.Int64(1)})
+	}
+}
+
+// tsplitBodies is the standard op each tsplit op's function applies.
+var tsplitBodies = map[string]string{"SwapOut": "Identity", "SwapIn": "Identity"}
 
 // opsets merges the source model's opset imports with the IR's, like
 // metadata: an unchanged model keeps its list.

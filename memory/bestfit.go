@@ -125,6 +125,13 @@ func (b *BestFit) Fragmentation() float64 {
 // an unbounded pool. Replaying in a pool of exactly Need bytes hands out
 // the same offsets (see BestFit), so the run fits exactly.
 func (m *Model) Need() int64 {
+	_, reach := m.Replay()
+	return reach
+}
+
+// Replay places every interval as the runtime's best-fit allocator
+// would, returning the offsets (by interval) and the reach.
+func (m *Model) Replay() ([]int64, int64) {
 	var total int64
 	for _, iv := range m.Intervals {
 		total += iv.Bytes
@@ -143,5 +150,5 @@ func (m *Model) Need() int64 {
 		}
 		offs[e.Interval] = off
 	}
-	return b.Reach()
+	return offs, b.Reach()
 }

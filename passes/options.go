@@ -1,9 +1,13 @@
 package passes
 
+import "github.com/tsplit/tsplit/profile"
+
 // Options configure the planning pipeline.
 type Options struct {
-	// Budget is the device memory budget in bytes (0: the device's capacity).
+	// Budget is the device memory budget in bytes (0: the profile's).
 	Budget int64
-	// Device is the device profile name or file.
-	Device string
+	// Profile is the device; nil means titan-rtx.
+	Profile *profile.Profile
+	// NoSwap and NoRecompute restrict the planner's options.
+	NoSwap, NoRecompute bool
 }

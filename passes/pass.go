@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
 )
 
 // Pass is one analysis or transformation.
@@ -33,8 +34,13 @@ type State struct {
 	DumpTo    io.Writer
 	// Timings records how long each pass took, in order.
 	Timings []Timing
+	// Report is filled by the planning passes.
+	Report *Report
+	// layout is the static placement the planner found to fit.
+	layout *memory.Layout
 
 	results map[*Pass]any
+	done    map[*Pass]bool // transformations that have run
 }
 
 // Timing is one pass's duration.
@@ -48,7 +54,7 @@ func NewState(m *ir.Model, opts *Options) *State {
 	if opts == nil {
 		opts = &Options{}
 	}
-	return &State{Model: m, Opts: opts, results: map[*Pass]any{}}
+	return &State{Model: m, Opts: opts, results: map[*Pass]any{}, done: map[*Pass]bool{}}
 }
 
 // Result returns the result of an analysis, running it (and what it
@@ -75,7 +81,8 @@ func (s *State) Run(pipeline ...*Pass) error {
 
 func (s *State) run(p *Pass) error {
 	for _, r := range p.Requires {
-		if _, ok := s.results[r]; !ok {
+		_, cached := s.results[r]
+		if !cached && !s.done[r] {
 			if err := s.run(r); err != nil {
 				return err
 			}
@@ -89,6 +96,7 @@ func (s *State) run(p *Pass) error {
 	}
 	if p.Mutates {
 		s.results = map[*Pass]any{}
+		s.done[p] = true
 	} else {
 		s.results[p] = res
 	}

@@ -59,6 +59,9 @@ type Planner struct {
 	uses    [][]int // use positions of each value, sorted
 	saved   []int64 // ΔM(S)_i: bytes the decisions free at each position
 	decided []bool  // by ValueID
+	// pinned marks inputs of recomputed producers: evicting them would
+	// leave the clone nothing to read.
+	pinned []bool
 	outOcc  []float64
 	inOcc   []float64
 	opTime  []float64
@@ -83,7 +86,7 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 	n := len(mem.Order)
 	pl := &Planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
+		decided: make([]bool, g.NumValueIDs()), pinned: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	for i := range pl.opTime {
@@ -157,6 +160,13 @@ func (pl *Planner) Run() (*Plan, error) {
 			d := c.d
 			plan.Decisions = append(plan.Decisions, &d)
 			pl.decided[d.Value.ID] = true
+			if d.Option == Recompute {
+				for _, w := range d.Value.Def.Inputs() {
+					if w != nil {
+						pl.pinned[w.ID] = true
+					}
+				}
+			}
 			for k := c.from[0]; k <= c.from[1]; k++ {
 				pl.saved[k] += d.DeltaM
 			}
@@ -212,7 +222,7 @@ func (pl *Planner) candidates(i int) []candidate {
 	for idx := range pl.Mem.Intervals {
 		iv := &pl.Mem.Intervals[idx]
 		v := iv.Value
-		if iv.Kind != memory.Activation || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] {
+		if iv.Kind != memory.Activation || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] || pl.pinned[v.ID] {
 			continue
 		}
 		if reads(op, v) {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/profile"
 )
 
 func newRootCmd() *cobra.Command {
@@ -20,7 +21,13 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	var rf runFlags
+	var cf compileFlags
 	var runPath string
+	root.Use = "tsplitc [MODEL --batch N --memory SIZE --device NAME -o PLANNED.onnx]"
+	root.Flags().StringVarP(&cf.out, "output", "o", "", "write the planned training step here")
+	root.Flags().StringVar(&cf.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file")
+	root.Flags().BoolVar(&cf.check, "check", false, "run ir.Verify after every pass")
+	root.Flags().StringArrayVarP(&cf.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
 	root.Flags().StringVar(&runPath, "run", "", "execute MODEL on the bundled runtime (CPU reference device)")
 	root.Flags().IntVar(&rf.iters, "iters", 1, "iterations to run (with --run)")
 	root.Flags().StringVar(&rf.memory, "memory", "", "device memory budget, e.g. 11GiB (with --run: the pool size; default: what the model needs)")
@@ -43,7 +50,10 @@ func newRootCmd() *cobra.Command {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
-		return fmt.Errorf("compiling %s: memory planning is not built yet (see the README's status table); use `tsplitc inspect` or `tsplitc --run`", args[0])
+		if len(args) != 1 {
+			return usageError{fmt.Errorf("compile one model at a time, got %d", len(args))}
+		}
+		return compileModel(cmd.OutOrStdout(), args[0], &cf, &rf)
 	}
 	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd(), newTrainCmd())
 	return root

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// compileFlags are the flags of `tsplitc MODEL -o planned.onnx`.
+type compileFlags struct {
+	out    string
+	device string
+	check  bool
+	debug  []string
+}
+
+// compileModel plans a model into the budget and writes planned.onnx.
+func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error {
+	if f.out == "" {
+		return usageError{fmt.Errorf("compiling needs -o FILE (or use --run, inspect, train)")}
+	}
+	prof, err := profile.Lookup(f.device)
+	if err != nil {
+		return usageError{err}
+	}
+	budget := prof.Budget()
+	if rf.memory != "" {
+		if budget, err = parseBytes(rf.memory); err != nil {
+			return err
+		}
+	}
+	opts, err := rf.options()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := compiler.Import(path, opts)
+	if err != nil {
+		return err
+	}
+	ti, err := compiler.ReadTrainingInfo(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if ti == nil {
+		if _, err := compiler.BuildTrainingStep(m, rf.tf.opts); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	s := passes.NewState(m, &passes.Options{Budget: budget, Profile: prof})
+	s.Check = f.check
+	for _, d := range f.debug {
+		k, v, _ := strings.Cut(d, "=")
+		if k != "dump-after" {
+			return usageError{fmt.Errorf("-d %q: known debug flags: dump-after=PASS", d)}
+		}
+		s.DumpAfter, s.DumpTo = v, os.Stderr
+	}
+	planStart := time.Now()
+	if err := s.Run(passes.Pipeline...); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	planTime := time.Since(planStart)
+	if err := backend.WriteFile(m, f.out); err != nil {
+		return err
+	}
+	r := s.Report
+	fmt.Fprintf(w, "model         %s (batch %d, %d ops after planning)\n", path, opts.Batch, len(m.Graph.Order()))
+	fmt.Fprintf(w, "device        %s\n", prof.Name)
+	fmt.Fprintf(w, "base peak     %s\n", compiler.FormatBytes(r.BasePeak))
+	fmt.Fprintf(w, "budget        %s\n", compiler.FormatBytes(r.Budget))
+	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), compiler.FormatBytes(r.HostPeak))
+	fmt.Fprintf(w, "tensors       %d swapped, %d recomputed, %d split\n", r.Swapped, r.Recomputed, r.Split)
+	over := 0.0
+	if r.BaseTime > 0 {
+		over = 100 * (r.Time/r.BaseTime - 1)
+	}
+	fmt.Fprintf(w, "step time     %.3f ms predicted, %.3f ms unconstrained (+%.1f%%)\n", r.Time*1e3, r.BaseTime*1e3, over)
+	fmt.Fprintf(w, "planning time %v (total %v)\n", planTime.Round(time.Microsecond), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(w, "wrote         %s\n", f.out)
+	return nil
+}

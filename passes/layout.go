@@ -1,0 +1,63 @@
+package passes
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/tsplit/tsplit/memory"
+)
+
+// PlanKey is the model metadata key of the plan summary (a Report).
+const PlanKey = "tsplit.plan"
+
+// Layout gives every tensor and workspace of the final graph a static
+// offset in one pool and records it (memory.LayoutKey), with the plan
+// summary (PlanKey), in the model's metadata. The pool must fit the
+// budget: fragmentation is settled here, before run time.
+var Layout = &Pass{
+	Name:     "layout",
+	Doc:      "static offset of every tensor in one pool no larger than the budget",
+	Requires: []*Pass{PlanMemory},
+	Run: func(s *State) (any, error) {
+		m := s.Model
+		mem, err := memory.Analyze(m.Graph, memory.Options{})
+		if err != nil {
+			return nil, err
+		}
+		l := s.layout
+		if l == nil {
+			l = mem.MakeLayout()
+		}
+		r := s.Report
+		if r != nil && l.Pool > r.Budget {
+			return nil, fmt.Errorf("the layout needs a pool of %d bytes for a peak of %d: fragmentation takes it past the budget of %d", l.Pool, mem.Peak, r.Budget)
+		}
+		if _, err := mem.Placement(l); err != nil {
+			return nil, err
+		}
+		if m.Meta == nil {
+			m.Meta = map[string]string{}
+		}
+		m.Meta[memory.LayoutKey] = l.Encode()
+		if r != nil {
+			r.Pool = l.Pool
+			js, _ := json.Marshal(r)
+			m.Meta[PlanKey] = string(js)
+		}
+		m.Specialized = true
+		return l, nil
+	},
+}
+
+// Pipeline is the whole planning compiler, in order. Order lists the
+// constraints between its passes; TestPipelineOrder checks them.
+var Pipeline = []*Pass{Schedule, PlanMemory, Layout}
+
+// Order holds "a must run before b" pairs with the reason.
+var Order = []struct {
+	Before, After *Pass
+	Why           string
+}{
+	{Schedule, PlanMemory, "the planner's positions, M_i and the cost model are of the final op order"},
+	{PlanMemory, Layout, "offsets are assigned to the tensors of the rewritten graph"},
+}

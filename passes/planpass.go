@@ -1,0 +1,137 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// Report summarizes what planning did; the CLI prints it and the
+// emitted model carries it as metadata.
+type Report struct {
+	Device     string  `json:"device"`
+	Budget     int64   `json:"budget_bytes"`
+	BasePeak   int64   `json:"base_peak_bytes"`
+	Peak       int64   `json:"planned_peak_bytes"`
+	Pool       int64   `json:"pool_bytes"`
+	HostPeak   int64   `json:"host_peak_bytes"`
+	BaseTime   float64 `json:"base_step_s"`
+	Time       float64 `json:"planned_step_s"`
+	Swapped    int     `json:"swapped"`
+	Recomputed int     `json:"recomputed"`
+	Split      int     `json:"split"`
+	Rounds     int     `json:"rounds"`
+	// Decisions lists every tensor decision, in the order made.
+	Decisions []DecisionReport `json:"decisions"`
+}
+
+// DecisionReport is one row of the per-tensor decision table.
+type DecisionReport struct {
+	Tensor string  `json:"tensor"`
+	Bytes  int64   `json:"bytes"`
+	Option string  `json:"option"`
+	PNum   int     `json:"p_num"`
+	Dim    int     `json:"dim"`
+	DeltaM int64   `json:"delta_m"`
+	DeltaT float64 `json:"delta_t_s"`
+	At     string  `json:"bottleneck"`
+}
+
+// maxRounds bounds plan-and-rewrite rounds. A round plans on the
+// current graph with the analytic cost model; the exact memory model of
+// the rewritten graph then decides whether another round is needed.
+const maxRounds = 8
+
+func profileOf(s *State) *profile.Profile {
+	if s.Opts.Profile != nil {
+		return s.Opts.Profile
+	}
+	p, _ := profile.Lookup("titan-rtx")
+	return p
+}
+
+// PlanMemory runs TSPLIT Alg. 2 rounds until the exact memory model of
+// the rewritten graph fits the budget: plan on the current graph, insert
+// the swaps and recomputations, re-analyze.
+var PlanMemory = &Pass{
+	Name:     "plan",
+	Doc:      "choose swap/recompute per tensor by smallest ΔT/ΔM (TSPLIT Alg. 2) and insert them",
+	Requires: []*Pass{Schedule},
+	Mutates:  true,
+	Run: func(s *State) (any, error) {
+		m, g := s.Model, s.Model.Graph
+		p := profileOf(s)
+		budget := s.Opts.Budget
+		if budget <= 0 {
+			budget = p.Budget()
+		}
+		base, err := memory.Analyze(g, memory.Options{})
+		if err != nil {
+			return nil, err
+		}
+		baseTL := Simulate(g, base, p)
+		r := &Report{Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime}
+		s.Report = r
+		mem := base
+		tl := baseTL
+		// target is what the planner aims M_i at: the budget, lowered by
+		// what fragmentation costs when the static layout of a fitting
+		// plan still needs a bigger pool.
+		target := budget
+		for round := 0; ; round++ {
+			if mem.Peak <= target {
+				l := mem.MakeLayout()
+				if l.Pool <= budget {
+					s.layout = l
+					break
+				}
+				target -= l.Pool - budget + memory.Alignment
+				continue
+			}
+			if round == maxRounds {
+				return nil, fmt.Errorf("after %d rounds the plan still peaks at %d bytes, over the target of %d (budget %d)", maxRounds, mem.Peak, target, budget)
+			}
+			pl := NewPlanner(g, mem, tl, p, target)
+			pl.Allowed[Swap] = !s.Opts.NoSwap
+			pl.Allowed[Recompute] = !s.Opts.NoRecompute
+			plan, err := pl.Run()
+			if err != nil {
+				if ie, ok := err.(*InfeasibleError); ok {
+					ie.Budget = budget
+				}
+				return nil, err
+			}
+			if len(plan.Decisions) == 0 {
+				return nil, fmt.Errorf("round %d found nothing to evict at a peak of %d bytes (target %d)", round+1, mem.Peak, target)
+			}
+			for _, d := range plan.Decisions {
+				r.Decisions = append(r.Decisions, DecisionReport{Tensor: d.Value.Name, Bytes: d.Value.Bytes(), Option: d.Option.String(),
+					PNum: 1, Dim: -1, DeltaM: d.DeltaM, DeltaT: d.DeltaT, At: pl.Mem.Order[d.At].Describe()})
+				switch d.Option {
+				case Swap:
+					r.Swapped++
+				case Recompute:
+					r.Recomputed++
+				}
+			}
+			if err := InsertSwapRecompute(m, plan); err != nil {
+				return nil, err
+			}
+			if err := ir.Verify(m); err != nil {
+				return nil, fmt.Errorf("rewritten graph does not verify: %w", err)
+			}
+			if mem, err = memory.Analyze(g, memory.Options{}); err != nil {
+				return nil, err
+			}
+			tl = Simulate(g, mem, p)
+			r.Rounds = round + 1
+		}
+		r.Peak, r.HostPeak, r.Time = mem.Peak, mem.HostPeak, tl.StepTime
+		if r.HostPeak > p.HostMemory {
+			return nil, fmt.Errorf("the plan swaps %d bytes to the host at once, more than the %s profile's %d bytes of pinned host memory", r.HostPeak, p.Name, p.HostMemory)
+		}
+		return nil, nil
+	},
+}

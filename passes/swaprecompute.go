@@ -1,0 +1,95 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// InsertSwapRecompute turns a plan's decisions into ops (TFLMS §4 rewrite
+// rules): a swap becomes one SwapOut right after the tensor's last use
+// before the gap (one per tensor however many consumers — fused
+// swap-outs) and one SwapIn placed at the decision's trigger, serving
+// every later consumer (fused swap-ins); a recompute becomes a clone of
+// the producing op placed just before the first consumer after the gap.
+// Later consumers read the restored value. The SwapIn's position in the
+// order is its control edge: the runtime starts the transfer there.
+func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
+	g := m.Graph
+	order := g.Order()
+	type anchors struct{ after, trigger, before *ir.Op }
+	an := make([]anchors, len(plan.Decisions))
+	for k, d := range plan.Decisions {
+		if d.After < 0 || d.Before >= len(order) || d.After >= d.Before {
+			return fmt.Errorf("swap/recompute: decision for %q has positions %d..%d outside the order", d.Value.Name, d.After, d.Before)
+		}
+		a := anchors{after: order[d.After], before: order[d.Before]}
+		if d.Option == Swap {
+			a.trigger = order[d.Trigger]
+		}
+		an[k] = a
+	}
+	fresh := func(base string) string {
+		name := base
+		for i := 1; g.Lookup(name) != nil; i++ {
+			name = fmt.Sprintf("%s_%d", base, i)
+		}
+		return name
+	}
+	for k, d := range plan.Decisions {
+		v := d.Value
+		a := an[k]
+		pos := g.Position()
+		var restored *ir.Value
+		switch d.Option {
+		case Swap:
+			host := fresh(v.Name + "/host")
+			so, err := g.InsertOp(pos[a.after.ID]+1, "SwapOut", ir.Domain, fresh(v.Name+"/swap_out"), []*ir.Value{v}, []string{host}, nil)
+			if err != nil {
+				return err
+			}
+			so.Phase = a.after.Phase
+			if err := ir.InferAndSet(so, m.Opset(ir.Domain)); err != nil {
+				return err
+			}
+			pos = g.Position()
+			si, err := g.InsertOp(pos[a.trigger.ID], "SwapIn", ir.Domain, fresh(v.Name+"/swap_in"), []*ir.Value{so.Output(0)}, []string{fresh(v.Name + "/restored")}, nil)
+			if err != nil {
+				return err
+			}
+			si.Phase = ir.Backward
+			if err := ir.InferAndSet(si, m.Opset(ir.Domain)); err != nil {
+				return err
+			}
+			restored = si.Output(0)
+		case Recompute:
+			def := v.Def
+			names := make([]string, len(def.Outputs()))
+			for i, o := range def.Outputs() {
+				if o != nil {
+					names[i] = fresh(o.Name + "/recompute")
+				}
+			}
+			attrs := append([]ir.Attr(nil), def.Attrs...)
+			c, err := g.InsertOp(pos[a.before.ID], def.Type, def.Domain, fresh(def.Name+"/recompute"), def.Inputs(), names, attrs)
+			if err != nil {
+				return err
+			}
+			c.Phase = ir.Backward
+			if err := ir.InferAndSet(c, m.Opset(def.Domain)); err != nil {
+				return err
+			}
+			restored = c.Output(v.DefIndex)
+		default:
+			continue
+		}
+		pos = g.Position()
+		limit := pos[a.before.ID]
+		for _, u := range append([]ir.Use(nil), v.Uses()...) {
+			if u.Op != restored.Def && pos[u.Op.ID] >= limit {
+				u.Op.SetInput(u.Index, restored)
+			}
+		}
+	}
+	return nil
+}

@@ -51,14 +51,14 @@ func Summarize(m *ir.Model) *Summary {
 		s.OpCounts[op.QualifiedType()]++
 		s.NumOps++
 	}
+	for _, v := range Params(m) {
+		n, _ := v.Shape.NumElements()
+		s.Params += n
+		s.ParamBytes += v.Bytes()
+	}
 	var acts []*ir.Value
 	for _, v := range g.Values() {
 		s.NumValues++
-		if IsParam(v) {
-			n, _ := v.Shape.NumElements()
-			s.Params += n
-			s.ParamBytes += v.Bytes()
-		}
 		if v.Kind == ir.KindOp {
 			if v.Const != nil {
 				s.FoldedConst++

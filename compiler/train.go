@@ -32,10 +32,8 @@ type TrainOptions struct {
 // (a JSON TrainingInfo). The runtime reads it to feed state back.
 const TrainingKey = "tsplit.training"
 
-// ParamInputsKey lists, comma-separated, graph inputs that are
-// parameters (models whose weights are inputs rather than initializers,
-// such as big zoo configurations).
-const ParamInputsKey = "tsplit.param_inputs"
+// ParamInputsKey lists graph inputs that are parameters (ir.ParamInputsKey).
+const ParamInputsKey = ir.ParamInputsKey
 
 // TrainingInfo is what a training step records about itself.
 type TrainingInfo struct {
@@ -67,21 +65,24 @@ func ReadTrainingInfo(m *ir.Model) (*TrainingInfo, error) {
 	return &ti, nil
 }
 
-// Params returns the model's trainable parameters: floating-point
-// initializers other than BatchNormalization running statistics, plus
-// graph inputs named in the ParamInputsKey metadata.
+// Params returns the model's trainable parameters. A model that lists
+// them (ParamInputsKey metadata, as zoo models with weights as inputs
+// do) gets exactly that list. Otherwise they are the floating-point
+// initializers other than BatchNormalization running statistics and
+// scalars (rank-0 initializers are constants such as attention scales).
 func Params(m *ir.Model) []*ir.Value {
 	var out []*ir.Value
-	for _, v := range m.Graph.Inits {
-		if IsParam(v) {
-			out = append(out, v)
-		}
-	}
 	if names, ok := m.Meta[ParamInputsKey]; ok && names != "" {
 		for _, n := range strings.Split(names, ",") {
-			if v := m.Graph.Lookup(n); v != nil && v.Kind == ir.KindInput && v.DType.IsFloat() && !isBNStat(v) {
+			if v := m.Graph.Lookup(n); v != nil && v.Kind != ir.KindOp && v.DType.IsFloat() && !isBNStat(v) && v.NumUses() > 0 {
 				out = append(out, v)
 			}
+		}
+		return out
+	}
+	for _, v := range m.Graph.Inits {
+		if IsParam(v) && len(v.Shape) > 0 {
+			out = append(out, v)
 		}
 	}
 	return out

@@ -32,6 +32,11 @@ func (p Phase) String() string {
 // records an op's phase (absent for forward ops).
 const PhaseKey = "tsplit.phase"
 
+// ParamInputsKey is the model metadata key listing, comma-separated,
+// graph inputs that are trainable parameters (models whose weights are
+// inputs rather than initializers, such as big zoo configurations).
+const ParamInputsKey = "tsplit.param_inputs"
+
 // ParsePhase is the inverse of Phase.String.
 func ParsePhase(s string) (Phase, bool) {
 	for i, n := range phaseNames {

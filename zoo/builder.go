@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/onnxpb"
 )
 
@@ -319,11 +320,16 @@ func (b *builder) finish(asInputs bool) *onnxpb.ModelProto {
 		Input:  b.inputs,
 		Output: b.outputs,
 	}
+	var meta []*onnxpb.StringStringEntryProto
 	if asInputs {
+		names := make([]string, 0, len(b.weights))
 		for _, w := range b.weights {
 			g.Input = append(g.Input, b.valueInfo(w.name, onnxpb.TensorProto_FLOAT, w.dims))
+			names = append(names, w.name)
 		}
 		g.Initializer = b.consts
+		// Say which inputs are the parameters, so tsplit trains them.
+		meta = append(meta, &onnxpb.StringStringEntryProto{Key: proto.String(ir.ParamInputsKey), Value: proto.String(strings.Join(names, ","))})
 	} else {
 		g.Initializer = append(b.materialize(), b.consts...)
 	}
@@ -331,11 +337,12 @@ func (b *builder) finish(asInputs bool) *onnxpb.ModelProto {
 	doc := fmt.Sprintf("tsplit zoo model %s: batch=%d width=%g image=%d seq=%d layers=%d classes=%d vocab=%d dropout=%g seed=%d weights_as_inputs=%t",
 		b.name, c.Batch, c.Width, c.ImageSize, c.SeqLen, c.Layers, c.Classes, c.Vocab, c.Dropout, c.Seed, asInputs)
 	return &onnxpb.ModelProto{
-		IrVersion:    proto.Int64(8),
-		OpsetImport:  []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
-		ProducerName: proto.String("tsplit-zoo"),
-		DocString:    proto.String(doc),
-		Graph:        g,
+		IrVersion:     proto.Int64(8),
+		OpsetImport:   []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
+		ProducerName:  proto.String("tsplit-zoo"),
+		DocString:     proto.String(doc),
+		Graph:         g,
+		MetadataProps: meta,
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/tensorfile"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
 )
 
 // runFlags are the flags of `tsplitc --run`.
@@ -68,7 +69,20 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	// A planned model carries its static layout: every tensor at a fixed
+	// offset, in a pool of the plan's size.
+	var xopts executor.Options
 	need := probe.Mem.Need()
+	if s, ok := m.Meta[memory.LayoutKey]; ok {
+		l, err := memory.DecodeLayout(s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if xopts.Placement, err = probe.Mem.Placement(l); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		need = l.Pool
+	}
 	pool := need
 	if f.memory != "" {
 		if pool, err = parseBytes(f.memory); err != nil {
@@ -79,7 +93,7 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	x, err := executor.New(m, dev, executor.Options{})
+	x, err := executor.New(m, dev, xopts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

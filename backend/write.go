@@ -341,7 +341,7 @@ func nodeProto(op *ir.Op) *onnxpb.NodeProto {
 		n.DocString = src.DocString
 		n.Overload = src.Overload
 		for _, kv := range src.MetadataProps {
-			if kv.GetKey() != ir.PhaseKey {
+			if kv.GetKey() != ir.PhaseKey && kv.GetKey() != ir.HostKey {
 				n.MetadataProps = append(n.MetadataProps, kv)
 			}
 		}
@@ -366,6 +366,9 @@ func nodeProto(op *ir.Op) *onnxpb.NodeProto {
 	n.OpType = proto.String(op.Type)
 	if op.Phase != ir.Forward {
 		n.MetadataProps = append(n.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(ir.PhaseKey), Value: proto.String(op.Phase.String())})
+	}
+	if op.Host {
+		n.MetadataProps = append(n.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(ir.HostKey), Value: proto.String("1")})
 	}
 	for _, v := range op.Inputs() {
 		if v == nil {

@@ -473,6 +473,9 @@ func (b *builder) addNode(g *ir.Graph, n *onnxpb.NodeProto) error {
 			}
 			op.Phase = p
 		}
+		if kv.GetKey() == ir.HostKey {
+			op.Host = kv.GetValue() == "1"
+		}
 	}
 	if ir.LookupSchema(op.Domain, op.Type) != nil {
 		if err := ir.InferAndSet(op, b.m.Opset(op.Domain)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
 	"github.com/tsplit/tsplit/memory"
 )
 
@@ -46,11 +47,15 @@ type upload struct {
 // model of the graph's order.
 func New(m *ir.Model, dev Device, opts Options) (*Executor, error) {
 	for _, op := range m.Graph.Order() {
-		if ir.CopyOf(op) != ir.NoCopy {
-			continue
-		}
-		if err := dev.Check(op); err != nil {
-			return nil, fmt.Errorf("executor: %w", err)
+		switch ir.CopyOf(op) {
+		case ir.NoCopy:
+			if err := dev.Check(op); err != nil {
+				return nil, fmt.Errorf("executor: %w", err)
+			}
+		case ir.OnHost:
+			if err := kernels.Supported(op); err != nil {
+				return nil, fmt.Errorf("executor: host op: %w", err)
+			}
 		}
 	}
 	mem, err := memory.Analyze(m.Graph, opts.Memory)
@@ -68,6 +73,9 @@ const (
 	Compute = "compute"
 	D2H     = "d2h"
 	H2D     = "h2d"
+	// Host runs host-placed ops (rearranging swapped pieces in host
+	// memory) with the reference kernels, whatever the device.
+	Host = "host"
 )
 
 // Record is the timeline entry of one op.
@@ -114,8 +122,8 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 	g := x.Model.Graph
 	mem := x.Mem
 	t0 := time.Now()
-	compute, d2h, h2d := newStream(Compute, t0), newStream(D2H, t0), newStream(H2D, t0)
-	streams := []*stream{compute, d2h, h2d}
+	compute, d2h, h2d, hostS := newStream(Compute, t0), newStream(D2H, t0), newStream(H2D, t0), newStream(Host, t0)
+	streams := []*stream{compute, d2h, h2d, hostS}
 	defer func() {
 		for _, s := range streams {
 			s.close()
@@ -286,6 +294,41 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 			t.run = func() error { return x.Dev.ToHost(buf, rr) }
 			rec.Stream = D2H
 			d2h.submit(t)
+		case ir.OnHost:
+			in := make([]*kernels.Tensor, len(op.Inputs()))
+			for j, v := range op.Inputs() {
+				if v == nil {
+					continue
+				}
+				buf := host[v.ID]
+				if buf == nil && v.Kind == ir.KindInit {
+					t, err := v.Data() // a constant, read from the model
+					if err != nil || t == nil {
+						return nil, fmt.Errorf("executor: %s: constant %q has no data (%v)", op.Describe(), v.Name, err)
+					}
+					buf = t.Raw
+				}
+				if buf == nil {
+					return nil, fmt.Errorf("executor: %s: %q is not in host memory", op.Describe(), v.Name)
+				}
+				in[j] = &kernels.Tensor{DType: v.DType, Shape: v.Shape, Data: buf}
+			}
+			out := make([]*kernels.Tensor, len(op.Outputs()))
+			for j, v := range op.Outputs() {
+				if v != nil {
+					buf := make([]byte, v.Bytes())
+					host[v.ID] = buf
+					out[j] = &kernels.Tensor{DType: v.DType, Shape: v.Shape, Data: buf}
+				}
+			}
+			k := kernels.Lookup(op.Domain, op.Type)
+			if k == nil {
+				return nil, fmt.Errorf("executor: %s: no host kernel", op.Describe())
+			}
+			c := &kernels.Ctx{Op: op, In: in, Out: out, Step: x.step, Opset: x.Model.Opset(op.Domain)}
+			t.run = func() error { return k.Run(c) }
+			rec.Stream = Host
+			hostS.submit(t)
 		case ir.ToDevice:
 			src, out := op.Input(0), op.Output(0)
 			buf := host[src.ID]

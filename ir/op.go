@@ -32,6 +32,9 @@ func (p Phase) String() string {
 // records an op's phase (absent for forward ops).
 const PhaseKey = "tsplit.phase"
 
+// HostKey is the node metadata key marking a host-placed op ("1").
+const HostKey = "tsplit.host"
+
 // ParamInputsKey is the model metadata key listing, comma-separated,
 // graph inputs that are trainable parameters (models whose weights are
 // inputs rather than initializers, such as big zoo configurations).
@@ -57,6 +60,12 @@ type Op struct {
 
 	// Phase says which part of a training step the op belongs to.
 	Phase Phase
+
+	// Host places a standard data-movement op (Slice, Concat) on the
+	// host: it reads and writes host tensors, such as the pieces of a
+	// split tensor staged in host memory, and uses no device memory.
+	// Other runtimes see an ordinary op.
+	Host bool
 
 	// Src carries the serialized node the op was read from (doc string,
 	// metadata, unknown fields), owned by the frontend and the writer.

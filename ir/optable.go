@@ -36,10 +36,15 @@ const (
 	NoCopy   CopyKind = iota // a compute op
 	ToHost                   // device → host (swap-out)
 	ToDevice                 // host → device (swap-in)
+	OnHost                   // runs on the host over host tensors (Op.Host)
 )
 
-// CopyOf returns the copy kind of an op (NoCopy for ops outside the table).
+// CopyOf returns the copy kind of an op (NoCopy for ops outside the
+// table); an op placed on the host (Op.Host) is OnHost.
 func CopyOf(op *Op) CopyKind {
+	if op.Host {
+		return OnHost
+	}
 	if s := LookupSchema(op.Domain, op.Type); s != nil {
 		return s.Copy
 	}

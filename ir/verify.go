@@ -95,6 +95,7 @@ func Verify(m *Model) error {
 			define(v, "output of "+op.Describe())
 		}
 		verifyOp(m, op, bad)
+		verifyPlacement(op, bad)
 	}
 	for id, op := range g.ops {
 		if op != nil && !seenOp[id] {
@@ -128,6 +129,26 @@ func Verify(m *Model) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// verifyPlacement checks that device ops read device tensors and host
+// ops (swap-ins and host-placed ops) read host tensors.
+func verifyPlacement(op *Op, bad func(string, ...any)) {
+	k := CopyOf(op)
+	wantHost := k == ToDevice || k == OnHost
+	for i, v := range op.inputs {
+		if v == nil || (k == OnHost && v.Kind == KindInit) {
+			continue // host ops may read constants from the model
+		}
+		host := v.Def != nil && (CopyOf(v.Def) == ToHost || CopyOf(v.Def) == OnHost)
+		if host != wantHost {
+			where := "device"
+			if host {
+				where = "host"
+			}
+			bad("ir: %s input %d (%q) is a %s tensor", op.Describe(), i, v.Name, where)
+		}
+	}
 }
 
 func verifyOp(m *Model, op *Op, bad func(string, ...any)) {

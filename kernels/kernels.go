@@ -246,7 +246,7 @@ func Interpret(m *ir.Model, feeds map[string]*Tensor, step int64) ([]*Tensor, er
 				in[i] = vals[v.ID]
 			}
 		}
-		if ir.CopyOf(op) != ir.NoCopy {
+		if k := ir.CopyOf(op); k == ir.ToHost || k == ir.ToDevice {
 			vals[op.Output(0).ID] = in[0] // a transfer does not change data
 			continue
 		}

@@ -115,3 +115,39 @@ func dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int
 	}
 	gonumDgemm.Dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
+
+// Scratch bound of the column-matrix kernels (Conv's im2col,
+// ConvTranspose's col2im). Their column matrix is cut into blocks so
+// that the scratch (Kernel.Workspace, which the memory model counts as
+// device memory live during the op) stays within
+//
+//	nnScratchCap = max(nnScratchMin, bytes of the output block one GEMM
+//	               writes: one image, one group)
+//
+// and never exceeds the unblocked matrix. Conv blocks the GEMM's inner
+// dimension K (im2col rows) and accumulates (beta = 1 after the first
+// block); ConvTranspose blocks the GEMM's columns (input pixels) and
+// col2im accumulates. The output term keeps the blocks of layers with
+// large feature maps (a resnet stem) deep enough in K for the GEMM to run
+// at full speed; nnScratchMin keeps the blocks of small layers from
+// getting thin. docs: see the measurements in nn_bench_test.go.
+const nnScratchMin = 1 << 20
+
+// nnScratchCap is the scratch bound for a GEMM writing outBytes.
+func nnScratchCap(minScratch, outBytes int64) int64 { return max(minScratch, outBytes) }
+
+// nnBlock splits n items of itemBytes scratch each into the fewest blocks
+// of at most capBytes (at least one item a block) and returns the block
+// size: blocks of that size and a last one of the remainder.
+func nnBlock(n int, itemBytes, capBytes int64) int {
+	if n <= 0 {
+		return 0
+	}
+	per := capBytes / max(1, itemBytes)
+	if per >= int64(n) {
+		return n
+	}
+	per = max(per, 1)
+	nb := (int64(n) + per - 1) / per
+	return int((int64(n) + nb - 1) / nb)
+}

@@ -77,6 +77,16 @@ type Event struct {
 	Interval int
 }
 
+// OnHost reports whether a value lives in host memory: the output of a
+// swap-out or of a host-placed op.
+func OnHost(v *ir.Value) bool {
+	if v.Def == nil {
+		return false
+	}
+	k := ir.CopyOf(v.Def)
+	return k == ir.ToHost || k == ir.OnHost
+}
+
 // Options tune the model.
 type Options struct {
 	// Workspace gives the scratch bytes of an op; nil uses the reference
@@ -104,7 +114,7 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 	for _, v := range g.Outputs {
 		isOutput[v.ID] = true
 	}
-	onHost := func(v *ir.Value) bool { return v.Def != nil && ir.CopyOf(v.Def) == ir.ToHost }
+	onHost := OnHost
 
 	// lastUse: the last position that reads v on the device; a ToHost
 	// reader extends it by one op so the copy overlaps compute.
@@ -183,7 +193,7 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 			}
 			add(Interval{Value: v, Kind: Activation, Bytes: b, Start: i, End: end})
 		}
-		if w := ws(op); w > 0 {
+		if w := ws(op); w > 0 && ir.CopyOf(op) == ir.NoCopy {
 			m.WorkspaceAt[i] = len(m.Intervals)
 			add(Interval{Op: op, Kind: Workspace, Bytes: Align(w), Start: i, End: i})
 		}

@@ -10,7 +10,7 @@ import (
 type Timeline struct {
 	// Start and End of each op by position, seconds from the step start.
 	Start, End []float64
-	// Stream of each op: 0 compute, 1 device→host, 2 host→device.
+	// Stream of each op: StreamCompute, StreamD2H, StreamH2D or StreamHost.
 	Stream []int
 	// StepTime is when the last op ends.
 	StepTime float64
@@ -31,6 +31,7 @@ const (
 	StreamCompute = iota
 	StreamD2H
 	StreamH2D
+	StreamHost // host-placed ops (pieces of split tensors in host memory)
 )
 
 // Simulate runs a discrete-event simulation of the three streams over
@@ -48,7 +49,7 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 	ready := make([]float64, g.NumValueIDs())
 	touch := make([]float64, len(mem.Intervals))
 	var host float64
-	free := [3]float64{}
+	free := [4]float64{}
 	// Frees after each position, from the memory model's events.
 	freesAt := make([][]int, n)
 	for _, e := range mem.Events {
@@ -70,6 +71,8 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 			st, dur = StreamD2H, p.TransferTime(op.Input(0).Bytes(), true)
 		case ir.ToDevice:
 			st, dur = StreamH2D, p.TransferTime(op.Input(0).Bytes(), false)
+		case ir.OnHost:
+			st, dur = StreamHost, p.HostTime(profile.OpWork(op).Bytes)
 		default:
 			st, dur = StreamCompute, p.OpTime(op)
 			tl.ComputeTime += dur

@@ -124,3 +124,12 @@ func (p *Profile) TransferTime(n int64, toHost bool) float64 {
 	}
 	return float64(n) / bw
 }
+
+// HostTime is the time of a host-placed op moving n bytes.
+func (p *Profile) HostTime(n float64) float64 {
+	bw := p.HostBW
+	if bw <= 0 {
+		bw = 10 * GB
+	}
+	return n / bw
+}

@@ -39,6 +39,9 @@ type Profile struct {
 	HalfWork float64 `json:"half_efficiency_flops"`
 	// HostMemory bounds the pinned host memory swapped tensors may use.
 	HostMemory int64 `json:"host_memory_bytes"`
+	// HostBW is the host's memory-copy bandwidth (bytes/s), for ops that
+	// rearrange swapped pieces in host memory (0: 10 GB/s).
+	HostBW float64 `json:"host_copy_bytes_per_s,omitempty"`
 	// ConvAlgos lists convolution algorithms (moDNN Eq. 5): relative
 	// time and workspace as a multiple of the conv's output bytes.
 	ConvAlgos []ConvAlgo `json:"conv_algos"`

@@ -6,15 +6,29 @@ import (
 	"github.com/tsplit/tsplit/ir"
 )
 
-// Conv: im2col + GEMM, one image and one group at a time, so the scratch
-// (declared through Kernel.Workspace) is one group's column matrix,
-// (C/group · prod(kernel)) × prod(output spatial) floats, independent of
-// the batch. Two cases need no scratch: a 1×1, stride-1, unpadded
+// Conv: im2col + GEMM, one image and one group at a time. The GEMM's
+// inner dimension K = (C/group)·prod(kernel) (the im2col rows) is cut
+// into blocks of at most kb rows (nnBlock under nnScratchCap,
+// nn_generic.go): im2col builds one block, kb × prod(output spatial)
+// floats, and the GEMM accumulates it into the output (beta = 1 after the
+// first block). That block is the scratch (Kernel.Workspace), independent
+// of the batch and bounded even where K is huge, as in the weight
+// gradients autodiff emits (a Conv whose "kernel" is dY, K = N·prod(dY
+// spatial)). Two cases need no scratch: a 1×1, stride-1, unpadded
 // convolution multiplies the input directly, and a depthwise-style one
 // (one input channel per group, group > 1) is computed by direct loops.
 
 func init() {
-	nnReg("Conv", 2, 1, Kernel{Run: runConv, Workspace: convWorkspace}, nil)
+	nnReg("Conv", 2, 1, convKernel(nnScratchMin), nil)
+}
+
+// convKernel is Conv's kernel with its scratch bounded by
+// nnScratchCap(minScratch, ·); tests pass small bounds to force blocking.
+func convKernel(minScratch int64) Kernel {
+	return Kernel{
+		Run:       func(c *Ctx) error { return runConv(c, minScratch) },
+		Workspace: func(op *ir.Op) int64 { return convWorkspace(op, minScratch) },
+	}
 }
 
 // convPlan is everything Conv's Run and Workspace derive from the op.
@@ -24,9 +38,10 @@ type convPlan struct {
 	cg, mg         int  // input and output channels per group
 	direct         bool // one input channel per group: direct loops
 	noCol          bool // 1×1 identity window: the input is its own column matrix
+	kb             int  // im2col rows per block (0 with direct or noCol)
 }
 
-func planConv(op *ir.Op) (*convPlan, error) {
+func planConv(op *ir.Op, minScratch int64) (*convPlan, error) {
 	x, w, y := op.Input(0), op.Input(1), op.Output(0)
 	if x == nil || w == nil || y == nil || len(w.Shape) != len(x.Shape) || len(x.Shape) < 3 {
 		return nil, fmt.Errorf("%s: Conv needs X (N, C, D...) and W (M, C/group, k...)", op.Describe())
@@ -42,27 +57,26 @@ func planConv(op *ir.Op) (*convPlan, error) {
 	p.cg, p.mg = p.c/p.group, p.m/p.group
 	p.direct = p.cg == 1 && p.group > 1
 	p.noCol = !p.direct && g.unit()
+	if !p.direct && !p.noCol {
+		es, outVol := nnESize(op), int64(g.outVol())
+		p.kb = nnBlock(p.cg*g.kVol(), es*outVol, nnScratchCap(minScratch, es*int64(p.mg)*outVol))
+	}
 	return p, nil
 }
 
-// colFloats is the size of one group's column matrix (0 when none).
-func (p *convPlan) colFloats() int {
-	if p.direct || p.noCol {
-		return 0
-	}
-	return p.cg * p.g.kVol() * p.g.outVol()
-}
+// colFloats is the size of one block of the column matrix (0 when none).
+func (p *convPlan) colFloats() int { return p.kb * p.g.outVol() }
 
-func convWorkspace(op *ir.Op) int64 {
-	p, err := planConv(op)
+func convWorkspace(op *ir.Op, minScratch int64) int64 {
+	p, err := planConv(op, minScratch)
 	if err != nil {
 		return 0
 	}
 	return nnESize(op) * int64(p.colFloats())
 }
 
-func runConv(c *Ctx) error {
-	p, err := planConv(c.Op)
+func runConv(c *Ctx, minScratch int64) error {
+	p, err := planConv(c.Op, minScratch)
 	if err != nil {
 		return err
 	}
@@ -100,13 +114,20 @@ func convRun[T nnElem](c *Ctx, p *convPlan) error {
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {
 			xg := x[(n*p.c+gi*p.cg)*inVol:][:p.cg*inVol]
-			b := xg
-			if !p.noCol {
-				im2col(g, xg, p.cg, col)
-				b = col
-			}
+			wg := w[gi*p.mg*kg:][:p.mg*kg]
 			yg := y[(n*p.m+gi*p.mg)*outVol:][:p.mg*outVol]
-			nnGemm(false, false, p.mg, outVol, kg, 1, w[gi*p.mg*kg:], kg, b, outVol, 0, yg, outVol)
+			if p.noCol {
+				nnGemm(false, false, p.mg, outVol, kg, 1, wg, kg, xg, outVol, 0, yg, outVol)
+				continue
+			}
+			// Y = Σ over row blocks [r0, r1) of W[:, r0:r1]·col[r0:r1, :].
+			var beta T
+			for r0 := 0; r0 < kg; r0 += p.kb {
+				r1 := min(r0+p.kb, kg)
+				im2col(g, xg, r0, r1, col)
+				nnGemm(false, false, p.mg, outVol, r1-r0, 1, wg[r0:], kg, col, outVol, beta, yg, outVol)
+				beta = 1
+			}
 		}
 	}
 	if bias != nil {
@@ -129,19 +150,20 @@ func addChannelBias[T nnElem](y, bias []T, n, m, vol int) {
 	})
 }
 
-// im2col writes the column matrix of x, ch channels of g.in, into col:
-// row (c, kd, kh, kw) holds, for every output position, the input
-// element that kernel tap meets there (zero in the padding).
-func im2col[T nnElem](g *nnGeom, x []T, ch int, col []T) {
+// im2col writes rows [r0, r1) of the column matrix of x (channels of
+// g.in) into col, row r at col[(r-r0)·outVol:]: row (c, kd, kh, kw)
+// holds, for every output position, the input element that kernel tap
+// meets there (zero in the padding).
+func im2col[T nnElem](g *nnGeom, x []T, r0, r1 int, col []T) {
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
-	Parallel(ch*kVol, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
+	Parallel(r1-r0, func(lo, hi int) {
+		for r := r0 + lo; r < r0+hi; r++ {
 			ci, t := r/kVol, r%kVol
 			kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
 			xc := x[ci*inVol : (ci+1)*inVol]
-			dst := col[r*outVol : (r+1)*outVol]
+			dst := col[(r-r0)*outVol:][:outVol]
 			offW := kw*g.d[2] - g.pb[2]
 			wlo, whi := nnRange(offW, g.s[2], IW, OW)
 			sw := g.s[2]

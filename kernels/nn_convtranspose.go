@@ -8,12 +8,24 @@ import (
 
 // ConvTranspose: GEMM + col2im, one image and one group at a time. For
 // group gi the product Wᵍᵀ·Xᵍ, ((M/group)·prod(kernel)) × prod(input
-// spatial), is the scratch (Kernel.Workspace); col2im then scatters it
-// into the output, parallel over output channels (each channel's rows
-// land only in that channel).
+// spatial), is computed a block of pb columns (input pixels) at a time
+// (nnBlock under nnScratchCap, nn_generic.go); that block is the scratch
+// (Kernel.Workspace), and col2im scatters it into the output, which it
+// zeroes before the first block and accumulates into after, parallel
+// over output channels (each channel's rows land only in that channel).
 
 func init() {
-	nnReg("ConvTranspose", 2, 1, Kernel{Run: runConvTranspose, Workspace: convTransposeWorkspace}, nil)
+	nnReg("ConvTranspose", 2, 1, convTransposeKernel(nnScratchMin), nil)
+}
+
+// convTransposeKernel is ConvTranspose's kernel with its scratch bounded
+// by nnScratchCap(minScratch, ·); tests pass small bounds to force
+// blocking.
+func convTransposeKernel(minScratch int64) Kernel {
+	return Kernel{
+		Run:       func(c *Ctx) error { return runConvTranspose(c, minScratch) },
+		Workspace: func(op *ir.Op) int64 { return convTransposeWorkspace(op, minScratch) },
+	}
 }
 
 type convTPlan struct {
@@ -21,6 +33,7 @@ type convTPlan struct {
 	n, c, m, group int
 	cg, mg         int
 	direct         bool // 1×1 identity window: GEMM straight into Y
+	pb             int  // column-matrix columns (input pixels) per block (0 when direct)
 }
 
 // convTransposePads resolves ConvTranspose's begin/end padding. With
@@ -66,7 +79,7 @@ func convTransposePads(op *ir.Op, in, out, kernel, st, dil []int64) ([]int64, er
 	return pads, nil
 }
 
-func planConvTranspose(op *ir.Op) (*convTPlan, error) {
+func planConvTranspose(op *ir.Op, minScratch int64) (*convTPlan, error) {
 	x, w, y := op.Input(0), op.Input(1), op.Output(0)
 	if x == nil || w == nil || y == nil || len(w.Shape) != len(x.Shape) || len(x.Shape) < 3 || len(y.Shape) != len(x.Shape) {
 		return nil, fmt.Errorf("%s: ConvTranspose needs X (N, C, D...) and W (C, M/group, k...)", op.Describe())
@@ -90,26 +103,26 @@ func planConvTranspose(op *ir.Op) (*convTPlan, error) {
 	}
 	p.cg, p.mg = p.c/p.group, p.m/p.group
 	p.direct = g.unit()
+	if !p.direct {
+		es, rows := nnESize(op), int64(p.mg*g.kVol())
+		p.pb = nnBlock(g.inVol(), es*rows, nnScratchCap(minScratch, es*int64(p.mg*g.outVol())))
+	}
 	return p, nil
 }
 
-func (p *convTPlan) colFloats() int {
-	if p.direct {
-		return 0
-	}
-	return p.mg * p.g.kVol() * p.g.inVol()
-}
+// colFloats is the size of one block of the column matrix (0 when none).
+func (p *convTPlan) colFloats() int { return p.mg * p.g.kVol() * p.pb }
 
-func convTransposeWorkspace(op *ir.Op) int64 {
-	p, err := planConvTranspose(op)
+func convTransposeWorkspace(op *ir.Op, minScratch int64) int64 {
+	p, err := planConvTranspose(op, minScratch)
 	if err != nil {
 		return 0
 	}
 	return nnESize(op) * int64(p.colFloats())
 }
 
-func runConvTranspose(c *Ctx) error {
-	p, err := planConvTranspose(c.Op)
+func runConvTranspose(c *Ctx, minScratch int64) error {
+	p, err := planConvTranspose(c.Op, minScratch)
 	if err != nil {
 		return err
 	}
@@ -149,10 +162,15 @@ func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
 				nnGemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, yg, outVol)
 				continue
 			}
-			if inVol > 0 {
-				nnGemm(true, false, rows, inVol, p.cg, 1, wg, rows, xg, inVol, 0, col, inVol)
+			if inVol == 0 {
+				clear(yg)
+				continue
 			}
-			col2im(g, col, p.mg, yg)
+			for p0 := 0; p0 < inVol; p0 += p.pb {
+				p1 := min(p0+p.pb, inVol)
+				nnGemm(true, false, rows, p1-p0, p.cg, 1, wg, rows, xg[p0:], inVol, 0, col, p1-p0)
+				col2im(g, col, p0, p1, p.mg, yg, p0 == 0)
+			}
 		}
 	}
 	if bias != nil {
@@ -161,49 +179,60 @@ func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
 	return nil
 }
 
-// col2im zeroes y (ch channels of g.out) and adds into it every column
-// entry at the output position its kernel tap reaches: row (c, kd, kh,
-// kw), column (id, ih, iw) goes to output (id·s - pb + kd·d, ...).
-func col2im[T nnElem](g *nnGeom, col []T, ch int, y []T) {
-	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
+// col2im adds columns [p0, p1) (input pixels) of the column matrix,
+// col (rows × (p1-p0)), into y (ch channels of g.out), first zeroing y
+// when zero is set: the entry at row (c, kd, kh, kw), column (id, ih, iw)
+// goes to output (id·s - pb + kd·d, ...).
+func col2im[T nnElem](g *nnGeom, col []T, p0, p1, ch int, y []T, zero bool) {
+	kVol, outVol := g.kVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
-	ID, IH, IW := g.in[0], g.in[1], g.in[2]
-	sw := g.s[2]
+	IH, IW := g.in[1], g.in[2]
+	sw, w := g.s[2], p1-p0
 	Parallel(ch, func(lo, hi int) {
 		for ci := lo; ci < hi; ci++ {
 			yc := y[ci*outVol : (ci+1)*outVol]
-			clear(yc)
+			if zero {
+				clear(yc)
+			}
 			for t := 0; t < kVol; t++ {
 				kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
-				src := col[(ci*kVol+t)*inVol:][:inVol]
+				src := col[(ci*kVol+t)*w:][:w]
 				offW := kw*g.d[2] - g.pb[2]
 				wlo, whi := nnRange(offW, sw, OW, IW)
 				if wlo >= whi {
 					continue
 				}
-				for id := 0; id < ID; id++ {
+				// Input rows (id, ih), flattened as ri = id·IH + ih, that
+				// columns [p0, p1) touch; row ri's pixel iw is column
+				// ri·IW + iw, at src[ri·IW + iw - p0].
+				ri := p0 / IW
+				id, ih := ri/IH, ri%IH
+				for ; ri*IW < p1; ri, ih = ri+1, ih+1 {
+					if ih == IH {
+						id, ih = id+1, 0
+					}
 					od := id*g.s[0] - g.pb[0] + kd*g.d[0]
-					if od < 0 || od >= OD {
+					oh := ih*g.s[1] - g.pb[1] + kh*g.d[1]
+					if od < 0 || od >= OD || oh < 0 || oh >= OH {
 						continue
 					}
-					for ih := 0; ih < IH; ih++ {
-						oh := ih*g.s[1] - g.pb[1] + kh*g.d[1]
-						if oh < 0 || oh >= OH {
-							continue
+					base := ri*IW - p0
+					a, b := max(wlo, -base), min(whi, w-base)
+					if a >= b {
+						continue
+					}
+					s := src[base+a : base+b]
+					row := yc[(od*OH+oh)*OW:][:OW]
+					if sw == 1 {
+						r := row[a+offW : b+offW]
+						for j, v := range s {
+							r[j] += v
 						}
-						s := src[(id*IH+ih)*IW:][:IW]
-						row := yc[(od*OH+oh)*OW:][:OW]
-						if sw == 1 {
-							r := row[wlo+offW : whi+offW]
-							for j, v := range s[wlo:whi] {
-								r[j] += v
-							}
-						} else {
-							ow := wlo*sw + offW
-							for iw := wlo; iw < whi; iw++ {
-								row[ow] += s[iw]
-								ow += sw
-							}
+					} else {
+						ow := a*sw + offW
+						for _, v := range s {
+							row[ow] += v
+							ow += sw
 						}
 					}
 				}

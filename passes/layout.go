@@ -41,7 +41,9 @@ var Layout = &Pass{
 		m.Meta[memory.LayoutKey] = l.Encode()
 		if r != nil {
 			r.Pool = l.Pool
-			js, _ := json.Marshal(r)
+			summary := *r
+			summary.Base, summary.Planned = nil, nil // the timelines stay out of the file
+			js, _ := json.Marshal(summary)
 			m.Meta[PlanKey] = string(js)
 		}
 		m.Specialized = true

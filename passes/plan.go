@@ -44,7 +44,18 @@ type Decision struct {
 type Plan struct {
 	Budget    int64
 	Decisions []*Decision
+	Splits    []*SplitDecision
 }
+
+// SplitChoice is one way an op can be split: along output dimension Dim,
+// each input following InputDims (-1: read whole).
+type SplitChoice struct {
+	Dim       int
+	InputDims []int
+}
+
+// splitPNums are the split numbers the planner tries (TSPLIT §IV-B).
+var splitPNums = []int{2, 4, 8, 16, 32, 64}
 
 // Planner holds the state of TSPLIT Alg. 2 over one order.
 type Planner struct {
@@ -54,18 +65,22 @@ type Planner struct {
 	Prof    *profile.Profile
 	Budget  int64
 	Allowed [3]bool // which options may be chosen (index by Option)
+	// SplitChoices lists how an op may be split (nil: never split).
+	SplitChoices func(op *ir.Op) []SplitChoice
 
 	pos     []int
 	uses    [][]int // use positions of each value, sorted
 	saved   []int64 // ΔM(S)_i: bytes the decisions free at each position
 	decided []bool  // by ValueID
+	// splitDone marks ops already split in this round.
+	splitDone map[ir.OpID]bool
 	// pinned marks inputs of recomputed producers: evicting them would
 	// leave the clone nothing to read.
 	pinned []bool
-	outOcc  []float64
-	inOcc   []float64
-	opTime  []float64
-	n       int
+	outOcc []float64
+	inOcc  []float64
+	opTime []float64
+	n      int
 }
 
 // InfeasibleError says no plan fits the budget.
@@ -86,7 +101,7 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 	n := len(mem.Order)
 	pl := &Planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), pinned: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
+		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, pinned: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	for i := range pl.opTime {
@@ -153,6 +168,15 @@ func (pl *Planner) Run() (*Plan, error) {
 	for i := 0; i < pl.n; i++ {
 		for pl.Mem.Live[i]-pl.saved[i] > pl.Budget {
 			c := pl.best(i)
+			if sp := pl.bestSplit(i); sp != nil && (c == nil || sp.ratio < c.ratio) {
+				// Step 3 of Alg. 2: the split wins.
+				plan.Splits = append(plan.Splits, &sp.d)
+				pl.splitDone[pl.Mem.Order[i].ID] = true
+				for k := sp.from[0]; k <= sp.from[1]; k++ {
+					pl.saved[k] += sp.d.DeltaM
+				}
+				continue
+			}
 			if c == nil {
 				return nil, &InfeasibleError{Budget: pl.Budget, At: pl.Mem.Order[i].Describe(),
 					Need: pl.Mem.Live[i] - pl.saved[i] - pl.evictable(i), LowerBound: pl.LowerBound()}
@@ -324,4 +348,75 @@ func (pl *Planner) recomputeCandidate(v *ir.Value, size int64, a, q, i int) (can
 	dt := pl.opTime[pl.pos[def.ID]]
 	d := Decision{Value: v, Option: Recompute, After: a, Before: q, At: i, DeltaM: size, DeltaT: dt}
 	return candidate{d: d, ratio: (dt + 1e-12) / float64(size), from: [2]int{a + 1, q - 1}}, true
+}
+
+type splitCandidate struct {
+	d     SplitDecision
+	ratio float64
+	from  [2]int
+}
+
+// bestSplit is Step 2 of Alg. 2: split the bottleneck op itself. Its
+// split inputs are staged in host memory and its output leaves piece by
+// piece (InsertSplit), so while micro-op k runs the device holds about
+// two pieces of each split tensor instead of the whole: Eq. 5's saving,
+// min-less because input and output pieces both move. ΔT (Eq. 6) is the
+// transfers of the split tensors (not hidden: conservative) plus the
+// split overhead, p micro-kernels against one (TSPLIT Fig. 5). The
+// smallest p that reaches the budget is taken.
+func (pl *Planner) bestSplit(i int) *splitCandidate {
+	if pl.SplitChoices == nil {
+		return nil
+	}
+	op := pl.Mem.Order[i]
+	if pl.splitDone[op.ID] || ir.CopyOf(op) != ir.NoCopy || len(op.Outputs()) != 1 || op.Output(0) == nil {
+		return nil
+	}
+	y := op.Output(0)
+	var best *splitCandidate
+	for _, ch := range pl.SplitChoices(op) {
+		var xBytes int64
+		ok := true
+		for j, x := range op.Inputs() {
+			if x == nil || j >= len(ch.InputDims) || ch.InputDims[j] < 0 {
+				continue
+			}
+			idx := pl.Mem.ByValue[x.ID]
+			if idx < 0 || pl.Mem.Intervals[idx].Kind == memory.Weight {
+				ok = false // weights are not staged on the host
+				break
+			}
+			xBytes += pl.Mem.Intervals[idx].Bytes
+		}
+		if !ok {
+			continue
+		}
+		yBytes := memory.Align(y.Bytes())
+		moved := xBytes + yBytes
+		n := y.Shape[ch.Dim]
+		for _, p := range splitPNums {
+			if int64(p) > n {
+				break
+			}
+			dm := moved - 2*moved/int64(p)
+			if dm <= 0 {
+				continue
+			}
+			if pl.Mem.Live[i]-pl.saved[i]-dm > pl.Budget && p != splitPNums[len(splitPNums)-1] && int64(2*p) <= n {
+				continue // not enough yet: try a finer split
+			}
+			w := profile.OpWork(op)
+			micro := profile.Work{FLOPs: w.FLOPs / float64(p), Bytes: w.Bytes / float64(p)}
+			overhead := float64(p)*pl.Prof.WorkTime(micro) - pl.Prof.WorkTime(w)
+			xfer := pl.Prof.TransferTime(moved, true) + pl.Prof.TransferTime(moved, false)
+			dt := max(overhead, 0) + xfer
+			c := &splitCandidate{d: SplitDecision{Op: op, PNum: p, Dim: ch.Dim, InputDims: ch.InputDims, At: i, DeltaM: dm, DeltaT: dt},
+				ratio: (dt + 1e-12) / float64(dm), from: [2]int{i, i}}
+			if best == nil || c.ratio < best.ratio {
+				best = c
+			}
+			break
+		}
+	}
+	return best
 }

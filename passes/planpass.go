@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -25,6 +26,48 @@ type Report struct {
 	Rounds     int     `json:"rounds"`
 	// Decisions lists every tensor decision, in the order made.
 	Decisions []DecisionReport `json:"decisions"`
+	// Base and Planned are the memory timelines (M_i along the schedule)
+	// before and after planning, for reports. They are left out of the
+	// model's metadata.
+	Base    []TimelinePoint `json:"base_timeline,omitempty"`
+	Planned []TimelinePoint `json:"planned_timeline,omitempty"`
+}
+
+// TimelinePoint is one op of a memory timeline.
+type TimelinePoint struct {
+	Op    string  `json:"op"`
+	Type  string  `json:"type"`
+	Phase string  `json:"phase"`
+	Live  int64   `json:"live_bytes"`
+	Start float64 `json:"start_s"`
+	End   float64 `json:"end_s"`
+	// Kind marks what planning added: "swap_out", "swap_in", "recompute",
+	// "split", "host"; empty for the model's own ops.
+	Kind string `json:"kind,omitempty"`
+}
+
+// timeline renders a memory model and simulation as points.
+func timeline(mem *memory.Model, tl *Timeline) []TimelinePoint {
+	out := make([]TimelinePoint, len(mem.Order))
+	for i, op := range mem.Order {
+		pt := TimelinePoint{Op: op.Name, Type: op.QualifiedType(), Phase: op.Phase.String(), Live: mem.Live[i], Start: tl.Start[i], End: tl.End[i]}
+		switch ir.CopyOf(op) {
+		case ir.ToHost:
+			pt.Kind = "swap_out"
+		case ir.ToDevice:
+			pt.Kind = "swap_in"
+		case ir.OnHost:
+			pt.Kind = "host"
+		}
+		if pt.Kind == "" && strings.Contains(op.Name, "/recompute") {
+			pt.Kind = "recompute"
+		}
+		if pt.Kind == "" && strings.Contains(op.Name, "/micro") {
+			pt.Kind = "split"
+		}
+		out[i] = pt
+	}
+	return out
 }
 
 // DecisionReport is one row of the per-tensor decision table.
@@ -72,7 +115,7 @@ var PlanMemory = &Pass{
 			return nil, err
 		}
 		baseTL := Simulate(g, base, p)
-		r := &Report{Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime}
+		r := &Report{Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL)}
 		s.Report = r
 		mem := base
 		tl := baseTL
@@ -103,7 +146,7 @@ var PlanMemory = &Pass{
 				}
 				return nil, err
 			}
-			if len(plan.Decisions) == 0 {
+			if len(plan.Decisions) == 0 && len(plan.Splits) == 0 {
 				return nil, fmt.Errorf("round %d found nothing to evict at a peak of %d bytes (target %d)", round+1, mem.Peak, target)
 			}
 			for _, d := range plan.Decisions {
@@ -119,6 +162,14 @@ var PlanMemory = &Pass{
 			if err := InsertSwapRecompute(m, plan); err != nil {
 				return nil, err
 			}
+			for _, sp := range plan.Splits {
+				r.Split++
+				r.Decisions = append(r.Decisions, DecisionReport{Tensor: sp.Op.Output(0).Name, Bytes: sp.Op.Output(0).Bytes(), Option: "split+swap",
+					PNum: sp.PNum, Dim: sp.Dim, DeltaM: sp.DeltaM, DeltaT: sp.DeltaT, At: sp.Op.Describe()})
+				if err := InsertSplit(m, sp); err != nil {
+					return nil, err
+				}
+			}
 			if err := ir.Verify(m); err != nil {
 				return nil, fmt.Errorf("rewritten graph does not verify: %w", err)
 			}
@@ -129,6 +180,7 @@ var PlanMemory = &Pass{
 			r.Rounds = round + 1
 		}
 		r.Peak, r.HostPeak, r.Time = mem.Peak, mem.HostPeak, tl.StepTime
+		r.Planned = timeline(mem, tl)
 		if r.HostPeak > p.HostMemory {
 			return nil, fmt.Errorf("the plan swaps %d bytes to the host at once, more than the %s profile's %d bytes of pinned host memory", r.HostPeak, p.Name, p.HostMemory)
 		}

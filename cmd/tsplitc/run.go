@@ -101,7 +101,7 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "model        %s (batch %d)\n", path, opts.Batch)
+	fmt.Fprintf(w, "model        %s (%s)\n", path, describeDims(m))
 	fmt.Fprintf(w, "device       %s, pool %s (%d bytes); the model needs %d bytes, peak live %d\n", dev.Name(), bytesStr(pool), pool, need, x.Mem.Peak)
 	var bar *progressbar.ProgressBar
 	if !f.quiet && f.iters > 1 {
@@ -160,6 +160,19 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 }
 
 func bytesStr(n int64) string { return compiler.FormatBytes(n) }
+
+// describeDims says how the model's symbolic dimensions were bound.
+func describeDims(m *ir.Model) string {
+	if len(m.Dims) == 0 {
+		return "static shapes"
+	}
+	var parts []string
+	for k, v := range m.Dims {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
 
 // nullDevice lets the memory model be computed before the pool size is
 // known; it never runs anything.

@@ -107,3 +107,33 @@ func BenchmarkMaxPoolResNet18Indices(b *testing.B) {
 	op := nnOp(b, 17, "MaxPool", []nnIn{x}, []string{"y", "i"}, nnAInts("kernel_shape", 3, 3), nnAInts("strides", 2, 2), nnAInts("pads", 1, 1, 1, 1))
 	benchOp(b, op, []nnIn{x}, 9*float64(nnVol(op.Output(0).Shape)))
 }
+
+// benchConvWeightGrad benchmarks the Conv autodiff emits for the weight
+// gradient of a k×k, stride-2 convolution with padding p of a batch of
+// 64 3-channel 32×32 images into 8 channels: X as [3, 64, 32, 32]
+// convolved with dY as [8, 64, 16, 16] (kernel 16×16, dilation 2), the
+// output [3, 8, k, k]. The GEMM is tiny in M and N and K = 64·16·16 deep.
+func benchConvWeightGrad(b *testing.B, k, p int) {
+	r := rand.New(rand.NewPCG(1, 6))
+	x, dy := nnF(r, 3, 64, 32, 32), nnF(r, 8, 64, 16, 16)
+	end := int64(max(0, (k-1)+(16-1)*2+1-32-p))
+	ins := []nnIn{x, dy, {}}
+	op := nnOp(b, 17, "Conv", ins, []string{"y"}, nnAInts("dilations", 2, 2),
+		nnAInts("pads", int64(p), int64(p), end, end))
+	o := op.Output(0).Shape
+	benchOp(b, op, ins, 2*float64(nnVol(o))*64*16*16)
+}
+
+func BenchmarkConvWeightGrad3x3(b *testing.B) { benchConvWeightGrad(b, 3, 1) }
+func BenchmarkConvWeightGrad7x7(b *testing.B) { benchConvWeightGrad(b, 7, 3) }
+
+// BenchmarkConvTransposeResNet18Layer1 is the input gradient of a
+// resnet18 layer-1 convolution (batch 8, 64 → 64 channels, 3×3 pad 1,
+// 56×56), the ConvTranspose autodiff emits.
+func BenchmarkConvTransposeResNet18Layer1(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 7))
+	x, w := nnF(r, 8, 64, 56, 56), nnF(r, 64, 64, 3, 3)
+	ins := []nnIn{x, w, {}}
+	op := nnOp(b, 17, "ConvTranspose", ins, []string{"y"}, nnAInts("pads", 1, 1, 1, 1))
+	benchOp(b, op, ins, 2*8*64*56*56*64*9)
+}

@@ -8,6 +8,8 @@ type Options struct {
 	Budget int64
 	// Profile is the device; nil means titan-rtx.
 	Profile *profile.Profile
-	// NoSwap and NoRecompute restrict the planner's options.
+	// Policy names the memory policy (see Policies); "" is "tsplit".
+	Policy string
+	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
 }

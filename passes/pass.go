@@ -38,6 +38,8 @@ type State struct {
 	Report *Report
 	// layout is the static placement the planner found to fit.
 	layout *memory.Layout
+	// splitFn tells the split planner how an op may be split.
+	splitFn func(op *ir.Op) []SplitChoice
 
 	results map[*Pass]any
 	done    map[*Pass]bool // transformations that have run

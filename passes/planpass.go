@@ -12,6 +12,7 @@ import (
 // Report summarizes what planning did; the CLI prints it and the
 // emitted model carries it as metadata.
 type Report struct {
+	Policy     string  `json:"policy"`
 	Device     string  `json:"device"`
 	Budget     int64   `json:"budget_bytes"`
 	BasePeak   int64   `json:"base_peak_bytes"`
@@ -115,7 +116,7 @@ var PlanMemory = &Pass{
 			return nil, err
 		}
 		baseTL := Simulate(g, base, p)
-		r := &Report{Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL)}
+		r := &Report{Policy: policyName(s.Opts.Policy), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL)}
 		s.Report = r
 		mem := base
 		tl := baseTL
@@ -136,10 +137,11 @@ var PlanMemory = &Pass{
 			if round == maxRounds {
 				return nil, fmt.Errorf("after %d rounds the plan still peaks at %d bytes, over the target of %d (budget %d)", maxRounds, mem.Peak, target, budget)
 			}
-			pl := NewPlanner(g, mem, tl, p, target)
-			pl.Allowed[Swap] = !s.Opts.NoSwap
-			pl.Allowed[Recompute] = !s.Opts.NoRecompute
-			plan, err := pl.Run()
+			policy, err := LookupPolicy(s.Opts.Policy)
+			if err != nil {
+				return nil, err
+			}
+			plan, err := policy(&PolicyContext{State: s, G: g, Mem: mem, TL: tl, Prof: p, Budget: target, Round: round})
 			if err != nil {
 				if ie, ok := err.(*InfeasibleError); ok {
 					ie.Budget = budget
@@ -151,7 +153,7 @@ var PlanMemory = &Pass{
 			}
 			for _, d := range plan.Decisions {
 				r.Decisions = append(r.Decisions, DecisionReport{Tensor: d.Value.Name, Bytes: d.Value.Bytes(), Option: d.Option.String(),
-					PNum: 1, Dim: -1, DeltaM: d.DeltaM, DeltaT: d.DeltaT, At: pl.Mem.Order[d.At].Describe()})
+					PNum: 1, Dim: -1, DeltaM: d.DeltaM, DeltaT: d.DeltaT, At: mem.Order[d.At].Describe()})
 				switch d.Option {
 				case Swap:
 					r.Swapped++

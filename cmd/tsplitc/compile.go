@@ -16,6 +16,7 @@ import (
 // compileFlags are the flags of `tsplitc MODEL -o planned.onnx`.
 type compileFlags struct {
 	out    string
+	policy string
 	device string
 	check  bool
 	debug  []string
@@ -54,7 +55,10 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	s := passes.NewState(m, &passes.Options{Budget: budget, Profile: prof})
+	if _, err := passes.LookupPolicy(f.policy); err != nil {
+		return usageError{err}
+	}
+	s := passes.NewState(m, &passes.Options{Budget: budget, Profile: prof, Policy: f.policy})
 	s.Check = f.check
 	for _, d := range f.debug {
 		k, v, _ := strings.Cut(d, "=")
@@ -73,7 +77,7 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 	}
 	r := s.Report
 	fmt.Fprintf(w, "model         %s (batch %d, %d ops after planning)\n", path, opts.Batch, len(m.Graph.Order()))
-	fmt.Fprintf(w, "device        %s\n", prof.Name)
+	fmt.Fprintf(w, "device        %s, policy %s\n", prof.Name, r.Policy)
 	fmt.Fprintf(w, "base peak     %s\n", compiler.FormatBytes(r.BasePeak))
 	fmt.Fprintf(w, "budget        %s\n", compiler.FormatBytes(r.Budget))
 	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), compiler.FormatBytes(r.HostPeak))

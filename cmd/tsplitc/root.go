@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -27,6 +28,7 @@ func newRootCmd() *cobra.Command {
 	root.Flags().StringVarP(&cf.out, "output", "o", "", "write the planned training step here")
 	root.Flags().StringVar(&cf.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file")
 	root.Flags().BoolVar(&cf.check, "check", false, "run ir.Verify after every pass")
+	root.Flags().StringVar(&cf.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
 	root.Flags().StringArrayVarP(&cf.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
 	root.Flags().StringVar(&runPath, "run", "", "execute MODEL on the bundled runtime (CPU reference device)")
 	root.Flags().IntVar(&rf.iters, "iters", 1, "iterations to run (with --run)")

@@ -1,0 +1,97 @@
+package passes
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// PolicyContext is what a memory policy sees in one planning round: the
+// current graph in its final order, its exact memory model, its
+// simulated timeline, the device and the target budget.
+type PolicyContext struct {
+	State  *State
+	G      *ir.Graph
+	Mem    *memory.Model
+	TL     *Timeline
+	Prof   *profile.Profile
+	Budget int64
+	// Round counts planning rounds (0 first). A policy that decides
+	// everything at once returns an empty plan in later rounds, which
+	// ends planning with an error if the budget is still exceeded.
+	Round int
+}
+
+// PolicyFunc makes one round's plan. Every policy's plan goes through
+// the same insertion, layout, emission and runtime (DESIGN decision 6).
+type PolicyFunc func(c *PolicyContext) (*Plan, error)
+
+var policies = map[string]PolicyFunc{}
+
+// RegisterPolicy adds a policy. Duplicates panic.
+func RegisterPolicy(name string, f PolicyFunc) {
+	if _, dup := policies[name]; dup {
+		panic("passes: duplicate policy " + name)
+	}
+	policies[name] = f
+}
+
+// Policies lists the registered policy names.
+func Policies() []string {
+	var out []string
+	for n := range policies {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func policyName(n string) string {
+	if n == "" {
+		return "tsplit"
+	}
+	return n
+}
+
+// LookupPolicy returns a policy by name ("" is tsplit).
+func LookupPolicy(name string) (PolicyFunc, error) {
+	f, ok := policies[policyName(name)]
+	if !ok {
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Policies(), ", "))
+	}
+	return f, nil
+}
+
+func init() {
+	// tsplit: Alg. 2 with swap, recompute and split.
+	RegisterPolicy("tsplit", func(c *PolicyContext) (*Plan, error) {
+		pl := NewPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
+		pl.Allowed[Swap] = !c.State.Opts.NoSwap
+		pl.Allowed[Recompute] = !c.State.Opts.NoRecompute
+		pl.SplitChoices = c.State.splitChoices()
+		return pl.Run()
+	})
+	// tsplit-nosplit: Alg. 2 with swap and recompute only.
+	RegisterPolicy("tsplit-nosplit", func(c *PolicyContext) (*Plan, error) {
+		pl := NewPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
+		return pl.Run()
+	})
+	// base keeps every feature map (what TensorFlow and PyTorch do): it
+	// never plans anything, so it fits only when the graph already does.
+	RegisterPolicy("base", func(c *PolicyContext) (*Plan, error) {
+		return nil, fmt.Errorf("policy base keeps every tensor: the graph peaks at %d bytes, over the budget of %d", c.Mem.Peak, c.Budget)
+	})
+}
+
+// splitChoices is where the split planner learns how ops may be split;
+// the FT-compatibility analysis fills it in.
+func (s *State) splitChoices() func(op *ir.Op) []SplitChoice {
+	if s.splitFn != nil {
+		return s.splitFn
+	}
+	return nil
+}

@@ -360,8 +360,8 @@ func TestConvTransposeCases(t *testing.T) {
 }
 
 func TestConvWorkspaceBounded(t *testing.T) {
-	// The scratch is one image and one group's column matrix, whatever
-	// the batch.
+	// The scratch is (a block of) one image and one group's column
+	// matrix, whatever the batch.
 	r := rand.New(rand.NewPCG(18, 19))
 	cc := convCase{n: 8, c: 16, m: 16, group: 2, in: []int{10, 10}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}}
 	x := nnF(r, 8, 16, 10, 10)
@@ -379,6 +379,211 @@ func TestConvWorkspaceBounded(t *testing.T) {
 	opt := nnOp(t, 17, "ConvTranspose", []nnIn{xt, wt, {}}, []string{"y"}, nnAInts("strides", 2, 2), nnAInt("group", 2))
 	if got, want := WorkspaceBytes(opt), int64(4*4*9*100); got != want {
 		t.Errorf("ConvTranspose workspace %d bytes, want %d", got, want)
+	}
+}
+
+// nnRunKernel runs k on op (float32 or float64 inputs, as op declares)
+// with exactly k.Workspace(op) bytes of scratch, after checking that one
+// byte less is refused: the declared workspace is what Run uses.
+func nnRunKernel(t *testing.T, k Kernel, op *ir.Op, ins []nnIn) []*Tensor {
+	t.Helper()
+	in := make([]*Tensor, len(ins))
+	for i, x := range ins {
+		v := op.Input(i)
+		if v == nil {
+			continue
+		}
+		tt, err := NewTensor(v.DType, v.Shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.DType == ir.Double {
+			copy(tt.F64(), nnF64(x.data))
+		} else {
+			copy(tt.F32(), x.data)
+		}
+		in[i] = tt
+	}
+	out := make([]*Tensor, len(op.Outputs()))
+	for i, v := range op.Outputs() {
+		out[i], _ = NewTensor(v.DType, v.Shape)
+	}
+	ws := make([]byte, k.Workspace(op))
+	if len(ws) > 0 {
+		if err := k.Run(&Ctx{Op: op, In: in, Out: out, Workspace: ws[:len(ws)-1]}); err == nil {
+			t.Fatalf("%s: ran with %d bytes of scratch, one less than its workspace", op.Describe(), len(ws)-1)
+		}
+	}
+	if err := k.Run(&Ctx{Op: op, In: in, Out: out, Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestConvBlocked: random convolutions with scratch bounds from 0 (one
+// output block: blocks of M/group rows, often one row) to the whole
+// column matrix, so that K is cut into blocks of every size, most with a
+// shorter last block; float32 and float64 against the direct reference.
+func TestConvBlocked(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 31))
+	blocked, ragged := 0, 0
+	for i := 0; i < 300; i++ {
+		cc := randConvCase(r, false)
+		x := nnF(r, i64s(append([]int{cc.n, cc.c}, cc.in...))...)
+		w := nnF(r, i64s(append([]int{cc.m, cc.c / cc.group}, cc.k...))...)
+		b := nnIn{}
+		if cc.bias {
+			b = nnF(r, int64(cc.m))
+		}
+		ins := []nnIn{x, w, b}
+		_, want := refConv(cc, x.data, w.data, b.data)
+		for _, dt := range []ir.DType{ir.Float, ir.Double} {
+			op := nnOpDT(t, 17, dt, "Conv", ins, []string{"y"}, cc.attrs(false)...)
+			full, _ := planConv(op, 1<<62)
+			minScratch := int64(0)
+			if r.IntN(3) == 0 {
+				minScratch = r.Int64N(convWorkspace(op, 1<<62) + 1)
+			}
+			p, err := planConv(op, minScratch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kg := p.cg * p.g.kVol(); p.kb < full.kb {
+				blocked++
+				if kg%p.kb != 0 {
+					ragged++
+				}
+			}
+			if ws := convWorkspace(op, minScratch); ws > convWorkspace(op, 1<<62) || ws != nnESize(op)*int64(p.kb*p.g.outVol()) {
+				t.Fatalf("%v: workspace %d bytes, rows per block %d", cc, ws, p.kb)
+			}
+			got := nnRunKernel(t, convKernel(minScratch), op, ins)
+			what := fmt.Sprintf("%v min %d (rows %d of %d)", cc, minScratch, p.kb, p.cg*p.g.kVol())
+			if dt == ir.Double {
+				nnClose(t, "float64 "+what, got[0].F64(), want, tol64)
+			} else {
+				nnClose(t, what, got[0].F32(), want, 1e-5)
+			}
+		}
+	}
+	if blocked < 200 || ragged < 50 {
+		t.Errorf("K blocked in %d runs, with a shorter last block in %d", blocked, ragged)
+	}
+}
+
+// TestConvTransposeBlocked is TestConvBlocked for ConvTranspose: the
+// column matrix cut into blocks of input pixels that start and end
+// anywhere in an input row.
+func TestConvTransposeBlocked(t *testing.T) {
+	r := rand.New(rand.NewPCG(32, 33))
+	blocked, ragged := 0, 0
+	for i := 0; i < 200; i++ {
+		cc := randConvCase(r, true)
+		x := nnF(r, i64s(append([]int{cc.n, cc.c}, cc.in...))...)
+		w := nnF(r, i64s(append([]int{cc.c, cc.m / cc.group}, cc.k...))...)
+		b := nnIn{}
+		if cc.bias {
+			b = nnF(r, int64(cc.m))
+		}
+		ins := []nnIn{x, w, b}
+		_, want := refConvTranspose(cc, x.data, w.data, b.data)
+		for _, dt := range []ir.DType{ir.Float, ir.Double} {
+			op := nnOpDT(t, 17, dt, "ConvTranspose", ins, []string{"y"}, cc.attrs(true)...)
+			full, _ := planConvTranspose(op, 1<<62)
+			// A bound of a few column-matrix columns: blocks of 1 to 7
+			// input pixels.
+			rows := int64(full.mg * full.g.kVol())
+			minScratch := nnESize(op) * rows * (1 + r.Int64N(7))
+			if r.IntN(4) == 0 {
+				minScratch = 0
+			}
+			p, err := planConvTranspose(op, minScratch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.pb < full.pb {
+				blocked++
+				if p.g.inVol()%p.pb != 0 {
+					ragged++
+				}
+			}
+			if ws := convTransposeWorkspace(op, minScratch); ws > convTransposeWorkspace(op, 1<<62) || ws != nnESize(op)*int64(p.colFloats()) {
+				t.Fatalf("%v: workspace %d bytes, columns per block %d", cc, ws, p.pb)
+			}
+			got := nnRunKernel(t, convTransposeKernel(minScratch), op, ins)
+			what := fmt.Sprintf("ConvTranspose %v min %d (columns %d of %d)", cc, minScratch, p.pb, p.g.inVol())
+			if dt == ir.Double {
+				nnClose(t, "float64 "+what, got[0].F64(), want, tol64)
+			} else {
+				nnClose(t, what, got[0].F32(), want, 1e-5)
+			}
+		}
+	}
+	if blocked < 100 || ragged < 50 {
+		t.Errorf("columns blocked in %d runs, with a shorter last block in %d", blocked, ragged)
+	}
+}
+
+// TestConvBlockedRegistered: the registered kernels block under the real
+// bound, nnScratchCap(nnScratchMin, ·). A weight-gradient-shaped Conv
+// (K = 61·9·9 = 4941 rows of 8×8 output pixels, 1.26 MB unblocked) runs
+// in two blocks of 2471 and 2470 rows (float32; float64: three), and a
+// ConvTranspose whose column matrix (400 rows × 1023 input pixels, 1.6
+// MB) is far larger than its output in two blocks of 512 and 511 pixels.
+func TestConvBlockedRegistered(t *testing.T) {
+	r := rand.New(rand.NewPCG(34, 35))
+	cc := convCase{n: 2, c: 61, m: 3, group: 1, in: []int{22, 22}, k: []int{9, 9}, s: []int{1, 1}, d: []int{2, 2}, pads: []int{1, 1, 1, 1}}
+	x, w := nnF(r, 2, 61, 22, 22), nnF(r, 3, 61, 9, 9)
+	op := nnOp(t, 17, "Conv", []nnIn{x, w, {}}, []string{"y"}, cc.attrs(false)...)
+	if got, want := WorkspaceBytes(op), int64(4*2471*64); got != want {
+		t.Errorf("Conv workspace %d bytes, want %d (2471 rows)", got, want)
+	}
+	op64 := nnOpDT(t, 17, ir.Double, "Conv", []nnIn{x, w, {}}, []string{"y"}, cc.attrs(false)...)
+	if got, want := WorkspaceBytes(op64), int64(8*1647*64); got != want {
+		t.Errorf("float64 Conv workspace %d bytes, want %d (1647 rows)", got, want)
+	}
+	runConvCase(t, r, cc)
+
+	ct := convCase{n: 1, c: 2, m: 16, group: 1, in: []int{31, 33}, k: []int{5, 5}, s: []int{1, 1}, d: []int{1, 1}, pads: []int{2, 2, 2, 2}, bias: true}
+	xt, wt := nnF(r, 1, 2, 31, 33), nnF(r, 2, 16, 5, 5)
+	opt := nnOp(t, 17, "ConvTranspose", []nnIn{xt, wt, {}}, []string{"y"}, ct.attrs(true)...)
+	if got, want := WorkspaceBytes(opt), int64(4*400*512); got != want {
+		t.Errorf("ConvTranspose workspace %d bytes, want %d (512 columns)", got, want)
+	}
+	runConvTransposeCase(t, r, ct)
+}
+
+// TestConvWorkspaceResNet18: the scratch of resnet18's convolutions
+// (and of their input gradients, ConvTranspose) is at most nnScratchCap
+// of its output block, or the whole column matrix when that is smaller.
+func TestConvWorkspaceResNet18(t *testing.T) {
+	for _, l := range []struct{ c, m, hw, k, s, p int }{
+		{3, 64, 224, 7, 2, 3}, {64, 64, 56, 3, 1, 1}, {64, 128, 56, 3, 2, 1}, {64, 128, 56, 1, 2, 0},
+		{128, 128, 28, 3, 1, 1}, {128, 256, 28, 3, 2, 1}, {128, 256, 28, 1, 2, 0}, {256, 256, 14, 3, 1, 1},
+		{256, 512, 14, 3, 2, 1}, {256, 512, 14, 1, 2, 0}, {512, 512, 7, 3, 1, 1},
+	} {
+		pad := int64(l.p)
+		attrs := []ir.Attr{nnAInts("strides", int64(l.s), int64(l.s)), nnAInts("pads", pad, pad, pad, pad)}
+		x, w := nnIn{shape: []int64{8, int64(l.c), int64(l.hw), int64(l.hw)}}, nnIn{shape: []int64{int64(l.m), int64(l.c), int64(l.k), int64(l.k)}}
+		op := nnOp(t, 17, "Conv", []nnIn{x, w, {}}, []string{"y"}, attrs...)
+		o := int64(op.Output(0).Shape[2])
+		outBytes := 4 * int64(l.m) * o * o
+		full := 4 * int64(l.c*l.k*l.k) * o * o
+		if l.k == 1 && l.s == 1 {
+			full = 0
+		}
+		got := WorkspaceBytes(op)
+		if got > full || got > max(nnScratchMin, outBytes) && got > 4*o*o {
+			t.Errorf("conv %+v: workspace %d bytes, unblocked %d, output per image %d", l, got, full, outBytes)
+		}
+		dx := nnOp(t, 17, "ConvTranspose", []nnIn{{shape: []int64{8, int64(l.m), o, o}}, w, {}}, []string{"y"}, attrs...)
+		gotT := WorkspaceBytes(dx)
+		rowBytes := 4 * int64(l.c*l.k*l.k)
+		inBytes := 4 * int64(nnVol(dx.Output(0).Shape[1:]))
+		if gotT > full || gotT > max(nnScratchMin, inBytes) && gotT > rowBytes {
+			t.Errorf("conv %+v input gradient: workspace %d bytes, unblocked %d", l, gotT, full)
+		}
+		t.Logf("%3d→%3d %dx%d s%d %3dx%-3d  Conv %9d → %8d B   ConvTranspose (dX) %9d → %8d B", l.c, l.m, l.k, l.k, l.s, l.hw, l.hw, full, got, full, gotT)
 	}
 }
 

@@ -20,6 +20,9 @@ var Layout = &Pass{
 	Requires: []*Pass{PlanMemory},
 	Run: func(s *State) (any, error) {
 		m := s.Model
+		if s.Report == nil {
+			return nil, fmt.Errorf("layout needs the plan")
+		}
 		mem, err := memory.Analyze(m.Graph, memory.Options{})
 		if err != nil {
 			return nil, err
@@ -53,7 +56,7 @@ var Layout = &Pass{
 
 // Pipeline is the whole planning compiler, in order. Order lists the
 // constraints between its passes; TestPipelineOrder checks them.
-var Pipeline = []*Pass{Schedule, PlanMemory, Layout}
+var Pipeline = []*Pass{Schedule, PlanMemory, ControlEdges, Layout}
 
 // Order holds "a must run before b" pairs with the reason.
 var Order = []struct {
@@ -61,5 +64,6 @@ var Order = []struct {
 	Why           string
 }{
 	{Schedule, PlanMemory, "the planner's positions, M_i and the cost model are of the final op order"},
-	{PlanMemory, Layout, "offsets are assigned to the tensors of the rewritten graph"},
+	{PlanMemory, ControlEdges, "triggers are placed for the swap-ins the plan inserted"},
+	{ControlEdges, Layout, "offsets depend on every tensor's final lifetime, which triggers change"},
 }

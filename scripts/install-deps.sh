@@ -9,7 +9,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-APT_PACKAGES=(protobuf-compiler python3-torch python3-torchvision python3-onnx python3-numpy libopenblas0 libopenblas-dev)
+APT_PACKAGES=(protobuf-compiler python3-torch python3-torchvision python3-onnx python3-numpy libopenblas0 libopenblas-dev chromium)
 
 SUDO=()
 if [[ "$(id -u)" != 0 ]]; then

@@ -76,7 +76,7 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 		return err
 	}
 	r := s.Report
-	fmt.Fprintf(w, "model         %s (batch %d, %d ops after planning)\n", path, opts.Batch, len(m.Graph.Order()))
+	fmt.Fprintf(w, "model         %s (%s, %d ops after planning)\n", path, describeDims(m), len(m.Graph.Order()))
 	fmt.Fprintf(w, "device        %s, policy %s\n", prof.Name, r.Policy)
 	fmt.Fprintf(w, "base peak     %s\n", compiler.FormatBytes(r.BasePeak))
 	fmt.Fprintf(w, "budget        %s\n", compiler.FormatBytes(r.Budget))

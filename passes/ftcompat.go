@@ -1,0 +1,1180 @@
+package passes
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// FT-compatibility: along which dimensions an op can be split into
+// micro-ops (TSPLIT §IV-B "Split"; the FT-compatible operators of
+// Fused-Tiled training, SFT §4.1.1).
+//
+// An op is FT-compatible along a dimension of its output when a slice
+// [lo, hi) of the output along that dimension can be computed from
+// slices of its inputs: for each input, either one input dimension
+// follows the split through an affine map with a halo,
+//
+//	in_start = σ·lo − δlo          in_end = σ·(hi−1) + 1 + δhi
+//
+// (clamped to the input; what falls outside is the op's padding), or the
+// input is read whole (a weight when splitting the batch). This is SFT's
+// i.size = σ·T + δ with δ = δlo + δhi + 1 − σ, in ranges rather than
+// sizes, so that stride and begin padding say where a tile starts. The
+// micro-outputs are concatenated along the split dimension. A second
+// kind of split cuts a dimension the op contracts or reduces (MatMul's K,
+// Conv's input channels, a ReduceSum axis): every micro-op then produces
+// a partial output of the full shape and the partials add ("sum" merge).
+//
+// Sliding windows (Conv, MaxPool, AveragePool, LpPool) along spatial
+// dimension d with kernel k, dilation r, stride s and resolved pads
+// (pb, pe), effective kernel ek = (k−1)·r + 1: output position o reads
+// input positions o·s − pb … o·s − pb + ek − 1, so
+//
+//	σ = s, δlo = pb, δhi = ek − 1 − pb
+//	in_start = s·lo − pb,  in_end = s·(hi−1) − pb + ek   (before clamping)
+//
+// and the micro-op pads with PadLo' = max(0, pb − s·lo) and
+// PadHi' = min(pe, max(0, in_end − in)) (InputMap.Range): clamping the
+// end padding to the op's keeps the count of AveragePool's
+// count_include_pad and the ceil_mode window that runs past the end
+// padding exactly as in the whole op, and the micro-op keeps ceil_mode.
+// A window split is claimed only when both pads are smaller than ek, so
+// every window overlaps the input and no micro-input is empty.
+//
+// Each split is labelled, following TSPLIT Fig. 6, a sample split
+// (batch, sequence length, height, width) or a parameter split
+// (channels, hidden size, heads). The label is not a property of the op
+// alone (an elementwise op on [N, C, H, W] does not know which dimension
+// is a channel), so the analysis propagates it: every dimension of a
+// weight (a floating-point initializer, or an input the model lists as a
+// parameter) is a parameter dimension; an op's output dimension is a
+// parameter dimension when an input dimension that follows it is one.
+
+// SplitKind labels a split (TSPLIT Fig. 6).
+type SplitKind string
+
+// Split kinds.
+const (
+	SampleSplit    SplitKind = "sample"    // batch, sequence length, height, width
+	ParameterSplit SplitKind = "parameter" // channels, hidden size, heads
+)
+
+// Merge says how the micro-outputs recombine.
+type Merge string
+
+// Merges.
+const (
+	// MergeConcat concatenates the micro-outputs along the split
+	// dimension of each output.
+	MergeConcat Merge = "concat"
+	// MergeSum adds the micro-outputs, each of the full output shape: the
+	// split cuts a contracted or reduced dimension.
+	MergeSum Merge = "sum"
+)
+
+// Rewrite says what a micro-op changes besides reading input slices.
+type Rewrite string
+
+// Rewrites.
+const (
+	// RewriteNone: the micro-op is the op with the same attributes and
+	// the same non-split inputs.
+	RewriteNone Rewrite = ""
+	// RewritePads: a sliding-window split. The micro-op takes explicit
+	// pads (auto_pad dropped): the op's resolved pads (ir.WindowOf),
+	// except on the split spatial dimension, which gets input 0's
+	// Range.PadLo and Range.PadHi. Other attributes, ceil_mode included,
+	// stay.
+	RewritePads Rewrite = "pads"
+	// RewriteShape: a Reshape or Expand whose shape input (input 1)
+	// becomes the micro-output's shape.
+	RewriteShape Rewrite = "shape"
+	// RewriteGroup: a depthwise Conv (one output channel per group) split
+	// along its channels; the micro-op's group is its channel count hi−lo.
+	RewriteGroup Rewrite = "group"
+)
+
+// InputMap says which part of one input a micro-op reads.
+type InputMap struct {
+	// Dim is the input dimension that follows the split; -1: the input
+	// is read whole (or is absent).
+	Dim int
+	// Scale is σ: an output step moves Scale input positions.
+	Scale int64
+	// HaloLo and HaloHi are δlo and δhi: the input range of output range
+	// [lo, hi) is [Scale·lo − HaloLo, Scale·(hi−1) + 1 + HaloHi).
+	HaloLo, HaloHi int64
+	// PadLo and PadHi are the op's padding on Dim (sliding windows): the
+	// most a micro-op pads at each end.
+	PadLo, PadHi int64
+	// Once marks, in a sum merge, an additive input (a bias) that only
+	// the first micro-op reads; the others leave it out.
+	Once bool
+}
+
+// Whole reports whether the input is read whole.
+func (m InputMap) Whole() bool { return m.Dim < 0 }
+
+// Range is the part of one input dimension a micro-op reads: elements
+// [Start, End), and PadLo and PadHi positions of padding the micro-op
+// adds before and after them.
+type Range struct {
+	Start, End   int64
+	PadLo, PadHi int64
+}
+
+// Range returns what output range [lo, hi) of the split dimension reads
+// of an input dimension of extent size. A whole input reads [0, size).
+func (m InputMap) Range(lo, hi, size int64) Range {
+	if m.Dim < 0 {
+		return Range{Start: 0, End: size}
+	}
+	a := m.Scale*lo - m.HaloLo
+	b := m.Scale*(hi-1) + 1 + m.HaloHi
+	r := Range{Start: min(max(a, 0), size), End: min(max(b, 0), size)}
+	r.PadLo = min(max(0, -a), m.PadLo)
+	r.PadHi = min(max(0, b-size), m.PadHi)
+	return r
+}
+
+// OutputMap says how one output of the op is split.
+type OutputMap struct {
+	// Dim is the output dimension that follows the split (concat merge);
+	// -1 for an absent output, and for every output of a sum merge.
+	Dim int
+	// IndexStride, when not 0, marks an output of flat indices into input
+	// 0 (MaxPool's Indices): a micro-op's indices count from the start of
+	// its input slice, so the merge adds Start·IndexStride, Start being
+	// where the micro-op's input 0 range begins.
+	IndexStride int64
+}
+
+// DimMap is one way to split an op.
+type DimMap struct {
+	// OutDim is the dimension of output 0 being split; -1 for a sum
+	// merge (the split dimension is contracted and not in the output).
+	OutDim int
+	// Extent is the size of the split dimension: output 0's extent on
+	// OutDim, or the contracted extent of a sum merge.
+	Extent int64
+	Kind   SplitKind
+	Merge  Merge
+	// Inputs has one entry per op input (absent inputs: read whole).
+	Inputs []InputMap
+	// Outputs has one entry per op output.
+	Outputs []OutputMap
+	// Rewrite is what the micro-op changes besides its inputs.
+	Rewrite Rewrite
+	// Random marks a Dropout in training mode: micro-ops draw a mask of
+	// the same distribution as, but not equal to, the whole op's slice;
+	// their mask outputs are merged like Y, so the backward pass, which
+	// reads the mask, stays consistent. A recomputed micro-op must redraw
+	// exactly its own mask (same node name and step).
+	Random bool
+}
+
+// InputDims lists, per input, the dimension that follows the split (-1:
+// whole).
+func (m *DimMap) InputDims() []int {
+	out := make([]int, len(m.Inputs))
+	for i, in := range m.Inputs {
+		out[i] = in.Dim
+	}
+	return out
+}
+
+// Simple reports whether the split is a plain slicing of output 0 and
+// of the following inputs, at the same positions: one output,
+// concatenation, σ = 1, no halo, no rewrite, nothing random.
+func (m *DimMap) Simple() bool {
+	if m.Merge != MergeConcat || m.Rewrite != RewriteNone || m.Random || len(m.Outputs) != 1 {
+		return false
+	}
+	for _, in := range m.Inputs {
+		if in.Dim >= 0 && (in.Scale != 1 || in.HaloLo != 0 || in.HaloHi != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// FTResult is the FT-compatibility of every op.
+type FTResult struct {
+	// ByOp lists the splits of each op, indexed by ir.OpID: the concat
+	// splits in increasing OutDim, then the sum splits. An op missing
+	// from the table, or a dimension missing from its list, cannot be
+	// split. Dimensions of extent 1 are never listed.
+	ByOp [][]DimMap
+}
+
+// Of returns the splits of op.
+func (r *FTResult) Of(op *ir.Op) []DimMap {
+	if r == nil || int(op.ID) >= len(r.ByOp) {
+		return nil
+	}
+	return r.ByOp[op.ID]
+}
+
+// Along returns the concat split of op along dimension d of its output
+// 0, if there is one.
+func (r *FTResult) Along(op *ir.Op, d int) (DimMap, bool) {
+	for _, m := range r.Of(op) {
+		if m.Merge == MergeConcat && m.OutDim == d {
+			return m, true
+		}
+	}
+	return DimMap{}, false
+}
+
+// FTCompat is the FT-compatibility analysis: an *FTResult.
+var FTCompat = &Pass{
+	Name: "ftcompat",
+	Doc:  "find the dimensions along which each op splits into micro-ops (FT-compatible dimensions, σ/δ maps)",
+	Run: func(s *State) (any, error) {
+		return AnalyzeFT(s.Model), nil
+	},
+}
+
+// AnalyzeFT computes the FT-compatibility of every op of m.
+func AnalyzeFT(m *ir.Model) *FTResult {
+	g := m.Graph
+	res := &FTResult{ByOp: make([][]DimMap, g.NumOpIDs())}
+	labels := make([][]bool, g.NumValueIDs()) // parameter dimensions, by ValueID
+	params := map[string]bool{}
+	if names := m.Meta[ir.ParamInputsKey]; names != "" {
+		for _, n := range strings.Split(names, ",") {
+			params[n] = true
+		}
+	}
+	seed := func(v *ir.Value) {
+		if v == nil || labels[v.ID] != nil {
+			return
+		}
+		l := make([]bool, len(v.Shape))
+		if v.DType.IsFloat() && (v.Kind == ir.KindInit || params[v.Name]) {
+			for i := range l {
+				l[i] = true
+			}
+		}
+		labels[v.ID] = l
+	}
+	for _, v := range g.Inputs {
+		seed(v)
+	}
+	for _, v := range g.Inits {
+		seed(v)
+	}
+	label := func(v *ir.Value, d int) bool {
+		if v == nil || d < 0 {
+			return false
+		}
+		seed(v)
+		l := labels[v.ID]
+		return d < len(l) && l[d]
+	}
+	for _, op := range g.Order() {
+		maps := ftMaps(op, m.Opset(op.Domain))
+		maps = ftValid(op, maps)
+		for i := range maps {
+			dm := &maps[i]
+			dm.Kind = SampleSplit
+			for j, in := range dm.Inputs {
+				if in.Dim >= 0 && label(op.Input(j), in.Dim) {
+					dm.Kind = ParameterSplit
+				}
+			}
+		}
+		if len(maps) > 0 {
+			res.ByOp[op.ID] = maps
+		}
+		for k, v := range op.Outputs() {
+			if v == nil {
+				continue
+			}
+			l := make([]bool, len(v.Shape))
+			done := make([]bool, len(v.Shape))
+			for _, dm := range maps {
+				if dm.Merge != MergeConcat || k >= len(dm.Outputs) {
+					continue
+				}
+				if d := dm.Outputs[k].Dim; d >= 0 && d < len(l) {
+					l[d], done[d] = dm.Kind == ParameterSplit, true
+				}
+			}
+			x := op.Input(0)
+			grp := ftReshapeGroups(op)
+			for d := range l {
+				switch {
+				case done[d]:
+				case grp != nil && k == 0:
+					for _, gr := range grp {
+						if containsInt(gr.out, d) {
+							for _, i := range gr.in {
+								l[d] = l[d] || label(x, i)
+							}
+						}
+					}
+				case x != nil && len(x.Shape) == len(v.Shape) && x.Shape[d] == v.Shape[d]:
+					l[d] = label(x, d)
+				}
+			}
+			labels[v.ID] = l
+		}
+	}
+	return res
+}
+
+// ftValid drops splits that cannot be used or would not be sound: a
+// dimension of extent < 2, an input map outside its input's rank, an op
+// with dynamic shapes.
+func ftValid(op *ir.Op, maps []DimMap) []DimMap {
+	for _, v := range append(append([]*ir.Value{}, op.Inputs()...), op.Outputs()...) {
+		if v == nil {
+			continue
+		}
+		for _, d := range v.Shape {
+			if d < 0 {
+				return nil
+			}
+		}
+	}
+	out := maps[:0]
+next:
+	for _, dm := range maps {
+		if dm.Extent < 2 || len(dm.Inputs) != len(op.Inputs()) || len(dm.Outputs) != len(op.Outputs()) {
+			continue
+		}
+		for j, in := range dm.Inputs {
+			x := op.Input(j)
+			if in.Dim >= 0 && (x == nil || in.Dim >= len(x.Shape) || in.Scale <= 0) {
+				continue next
+			}
+		}
+		for k, o := range dm.Outputs {
+			y := op.Output(k)
+			if o.Dim >= len(y.Shape) || (y == nil && o.Dim >= 0) {
+				continue next
+			}
+			if dm.Merge == MergeConcat && y != nil && (o.Dim < 0 || y.Shape[o.Dim] != dm.Extent) {
+				continue next
+			}
+		}
+		out = append(out, dm)
+	}
+	return out
+}
+
+// ftBuilder accumulates the splits of one op.
+type ftBuilder struct {
+	op   *ir.Op
+	maps []DimMap
+}
+
+// newMap starts a concat split along output dimension d, every input
+// whole and every output following d.
+func (b *ftBuilder) concat(d int) *DimMap {
+	y := b.op.Output(0)
+	if y == nil || d < 0 || d >= len(y.Shape) {
+		return &DimMap{} // dropped by the caller's append
+	}
+	dm := DimMap{OutDim: d, Extent: y.Shape[d], Merge: MergeConcat,
+		Inputs: make([]InputMap, len(b.op.Inputs())), Outputs: make([]OutputMap, len(b.op.Outputs()))}
+	for j := range dm.Inputs {
+		dm.Inputs[j] = InputMap{Dim: -1}
+	}
+	for k, v := range b.op.Outputs() {
+		dm.Outputs[k] = OutputMap{Dim: -1}
+		if v != nil {
+			dm.Outputs[k].Dim = d
+		}
+	}
+	b.maps = append(b.maps, dm)
+	return &b.maps[len(b.maps)-1]
+}
+
+// sum starts a sum split of a contracted dimension of extent n.
+func (b *ftBuilder) sum(n int64) *DimMap {
+	dm := DimMap{OutDim: -1, Extent: n, Merge: MergeSum,
+		Inputs: make([]InputMap, len(b.op.Inputs())), Outputs: make([]OutputMap, len(b.op.Outputs()))}
+	for j := range dm.Inputs {
+		dm.Inputs[j] = InputMap{Dim: -1}
+	}
+	for k := range dm.Outputs {
+		dm.Outputs[k] = OutputMap{Dim: -1}
+	}
+	b.maps = append(b.maps, dm)
+	return &b.maps[len(b.maps)-1]
+}
+
+// follow is an input dimension that follows the split one to one.
+func follow(d int) InputMap { return InputMap{Dim: d, Scale: 1} }
+
+// elementwise adds a split along every output dimension of a
+// multidirectionally broadcasting op: an input follows where its
+// (right-aligned) extent equals the output's, and is read whole where
+// it is 1 or absent. Inputs listed in skip are always read whole.
+func (b *ftBuilder) elementwise(skip ...int) {
+	y := b.op.Output(0)
+	r := len(y.Shape)
+	for d := 0; d < r; d++ {
+		dm := b.concat(d)
+		for j, x := range b.op.Inputs() {
+			if x == nil || containsInt(skip, j) {
+				continue
+			}
+			e := d - (r - len(x.Shape))
+			if e >= 0 && x.Shape[e] == y.Shape[d] {
+				dm.Inputs[j] = follow(e)
+			}
+		}
+	}
+}
+
+// ftElementwise are the ops whose output element depends on the input
+// elements at the same (broadcast) position only.
+var ftElementwise = map[string]bool{}
+
+func init() {
+	for _, t := range strings.Fields(`Abs Acos Acosh Add And Asin Asinh Atan Atanh Cast Ceil Celu Clip
+		Cos Cosh Div Elu Equal Erf Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity
+		IsInf IsNaN LeakyRelu Less LessOrEqual Log Max Mean Min Mish Mod Mul Neg Not Or PRelu Pow
+		Reciprocal Relu Round Selu Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Tan Tanh
+		ThresholdedRelu Where Xor`) {
+		ftElementwise[t] = true
+	}
+}
+
+// ftMaps lists the candidate splits of op (before validation and
+// labelling). Ops it does not know have none.
+func ftMaps(op *ir.Op, opset int64) []DimMap {
+	b := &ftBuilder{op: op}
+	y := op.Output(0)
+	x := op.Input(0)
+	if y == nil {
+		return nil
+	}
+	if op.Domain == ir.Domain {
+		if op.Type == "SwapIn" || op.Type == "SwapOut" {
+			b.elementwise()
+		}
+		return b.maps
+	}
+	if op.Domain != "" && op.Domain != "ai.onnx" {
+		return nil
+	}
+	if ftElementwise[op.Type] {
+		b.elementwise()
+		return b.maps
+	}
+	if x == nil {
+		return nil
+	}
+	r := len(x.Shape)
+	switch op.Type {
+	case "CastLike":
+		b.elementwise(1)
+	case "Dropout":
+		b.dropout()
+	case "Conv":
+		b.conv()
+	case "ConvTranspose":
+		b.convTranspose()
+	case "MaxPool", "AveragePool", "LpPool":
+		b.pool()
+	case "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool":
+		b.concat(0).Inputs[0] = follow(0)
+		b.concat(1).Inputs[0] = follow(1)
+	case "BatchNormalization":
+		b.batchNorm()
+	case "InstanceNormalization":
+		b.concat(0).Inputs[0] = follow(0)
+		dm := b.concat(1)
+		dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = follow(1), follow(0), follow(0)
+	case "LayerNormalization":
+		axis, ok := normAxisOf(op.AttrInt("axis", -1), r)
+		if !ok {
+			return nil
+		}
+		for d := 0; d < axis; d++ {
+			b.concat(d).Inputs[0] = follow(d)
+		}
+	case "Softmax", "LogSoftmax", "Hardmax":
+		def := int64(-1)
+		if opset < 13 {
+			def = 1
+		}
+		axis, ok := normAxisOf(op.AttrInt("axis", def), r)
+		if !ok {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			// Before opset 13 the input is coerced to 2-D at axis: the
+			// dimensions from axis on form one softmax row.
+			if d == axis || (opset < 13 && d > axis) {
+				continue
+			}
+			b.concat(d).Inputs[0] = follow(d)
+		}
+	case "Gemm":
+		b.gemm()
+	case "MatMul":
+		b.matmul()
+	case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+		for _, gr := range ftReshapeGroups(op) {
+			if gr.sigma == 0 {
+				continue
+			}
+			dm := b.concat(gr.out[0])
+			dm.Inputs[0] = InputMap{Dim: gr.in[0], Scale: gr.sigma, HaloHi: gr.sigma - 1}
+			if op.Type == "Reshape" {
+				dm.Rewrite = RewriteShape
+			}
+		}
+	case "Transpose":
+		perm := op.AttrInts("perm", nil)
+		for d := 0; d < len(y.Shape); d++ {
+			p := len(y.Shape) - 1 - d
+			if perm != nil {
+				p = int(perm[d])
+			}
+			b.concat(d).Inputs[0] = follow(p)
+		}
+	case "Concat":
+		axis, ok := normAxisOf(op.AttrInt("axis", 0), len(y.Shape))
+		if !ok {
+			return nil
+		}
+		for d := 0; d < len(y.Shape); d++ {
+			if d == axis {
+				continue
+			}
+			dm := b.concat(d)
+			for j := range op.Inputs() {
+				dm.Inputs[j] = follow(d)
+			}
+		}
+	case "Split":
+		axis, _, err := ir.SplitSizes(op, opset)
+		if err != nil {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			if d != axis {
+				b.concat(d).Inputs[0] = follow(d)
+			}
+		}
+	case "Slice":
+		first, step, count, err := ir.SliceRanges(op)
+		if err != nil || len(first) != r {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			if first[d] == 0 && step[d] == 1 && count[d] == x.Shape[d] {
+				b.concat(d).Inputs[0] = follow(d)
+			}
+		}
+	case "Pad":
+		begin, end, err := ir.PadAmounts(op)
+		if err != nil || len(begin) != r {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			if begin[d] == 0 && end[d] == 0 {
+				b.concat(d).Inputs[0] = follow(d)
+			}
+		}
+	case "Tile":
+		reps := constInts(op.Input(1))
+		if len(reps) != r {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			if reps[d] == 1 {
+				b.concat(d).Inputs[0] = follow(d)
+			}
+		}
+	case "Expand":
+		ro := len(y.Shape)
+		for d := 0; d < ro; d++ {
+			e := d - (ro - r)
+			if e >= 0 && x.Shape[e] == y.Shape[d] {
+				dm := b.concat(d)
+				dm.Inputs[0] = follow(e)
+				dm.Rewrite = RewriteShape
+			}
+		}
+	case "Gather":
+		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		ind := op.Input(1)
+		if !ok || ind == nil {
+			return nil
+		}
+		q := len(ind.Shape)
+		for d := 0; d < len(y.Shape); d++ {
+			dm := b.concat(d)
+			switch {
+			case d < axis:
+				dm.Inputs[0] = follow(d)
+			case d < axis+q:
+				dm.Inputs[1] = follow(d - axis)
+			default:
+				dm.Inputs[0] = follow(d - q + 1)
+			}
+		}
+	case "GatherElements":
+		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		if !ok {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			if d != axis {
+				dm := b.concat(d)
+				dm.Inputs[0], dm.Inputs[1] = follow(d), follow(d)
+			}
+		}
+	case "ScatterElements":
+		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		ind := op.Input(1)
+		if !ok || ind == nil || len(ind.Shape) != r {
+			return nil
+		}
+		for d := 0; d < r; d++ {
+			// Updates land at their own position on every dimension but
+			// the axis; a slice of the data takes the updates of the
+			// same slice when indices span the data on d.
+			if d != axis && ind.Shape[d] == x.Shape[d] {
+				dm := b.concat(d)
+				dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = follow(d), follow(d), follow(d)
+			}
+		}
+	case "OneHot":
+		axis, ok := normAxisOf(op.AttrInt("axis", -1), r+1)
+		if !ok {
+			return nil
+		}
+		for d := 0; d < len(y.Shape); d++ {
+			switch {
+			case d < axis:
+				b.concat(d).Inputs[0] = follow(d)
+			case d > axis:
+				b.concat(d).Inputs[0] = follow(d - 1)
+			}
+		}
+	case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+		"ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare":
+		red, noop, err := ir.ReduceAxes(op)
+		if err != nil {
+			return nil
+		}
+		if noop {
+			for d := 0; d < r; d++ {
+				b.concat(d).Inputs[0] = follow(d)
+			}
+			return b.maps
+		}
+		keep := op.AttrInt("keepdims", 1) != 0
+		o := 0
+		for d := 0; d < r; d++ {
+			if !red[d] {
+				b.concat(o).Inputs[0] = follow(d)
+				o++
+			} else if keep {
+				o++
+			}
+		}
+		switch op.Type {
+		case "ReduceSum", "ReduceSumSquare", "ReduceL1":
+			// Partial sums over slices of a reduced axis add up.
+			for d := 0; d < r; d++ {
+				if red[d] {
+					b.sum(x.Shape[d]).Inputs[0] = follow(d)
+				}
+			}
+		}
+	case "ArgMax", "ArgMin":
+		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		if !ok {
+			return nil
+		}
+		keep := op.AttrInt("keepdims", 1) != 0
+		o := 0
+		for d := 0; d < r; d++ {
+			if d != axis {
+				b.concat(o).Inputs[0] = follow(d)
+			}
+			if d != axis || keep {
+				o++
+			}
+		}
+	}
+	return b.maps
+}
+
+// dropout: every dimension; the mask (output 1) is split like Y.
+func (b *ftBuilder) dropout() {
+	op := b.op
+	random := false
+	if t := op.Input(2); t != nil {
+		c := constInts(t)
+		random = c == nil || c[0] != 0
+		if r := op.Input(1); r != nil {
+			if rt, _ := r.Data(); rt != nil && rt.Len() == 1 && rt.Float64s()[0] == 0 {
+				random = false
+			}
+		}
+	}
+	for d := range op.Output(0).Shape {
+		dm := b.concat(d)
+		dm.Inputs[0] = follow(d)
+		dm.Random = random
+	}
+}
+
+// conv: batch (sample, σ = 1), output channels (the weight follows its
+// dimension 0, the bias too), spatial dimensions (sliding window), and,
+// for group 1, the input channels as a sum.
+func (b *ftBuilder) conv() {
+	op := b.op
+	x, w := op.Input(0), op.Input(1)
+	if w == nil || len(w.Shape) != len(x.Shape) {
+		return
+	}
+	group := op.AttrInt("group", 1)
+	m, c := w.Shape[0], x.Shape[1]
+	b.concat(0).Inputs[0] = follow(0)
+	switch {
+	case group == 1:
+		dm := b.concat(1)
+		dm.Inputs[1] = follow(0)
+		if len(dm.Inputs) > 2 {
+			dm.Inputs[2] = follow(0)
+		}
+	case group == m && c%group == 0:
+		// Depthwise: output channel o reads input channels
+		// [o·C/g, (o+1)·C/g) and weight row o.
+		k := c / group
+		dm := b.concat(1)
+		dm.Inputs[0] = InputMap{Dim: 1, Scale: k, HaloHi: k - 1}
+		dm.Inputs[1] = follow(0)
+		if len(dm.Inputs) > 2 {
+			dm.Inputs[2] = follow(0)
+		}
+		dm.Rewrite = RewriteGroup
+	}
+	b.window()
+	if group == 1 {
+		dm := b.sum(c)
+		dm.Inputs[0], dm.Inputs[1] = follow(1), follow(1)
+		if len(dm.Inputs) > 2 && op.Input(2) != nil {
+			dm.Inputs[2].Once = true
+		}
+	}
+}
+
+// window adds the spatial splits of a Conv or pool.
+func (b *ftBuilder) window() {
+	win, err := ir.WindowOf(b.op)
+	if err != nil {
+		return
+	}
+	n := len(win.Kernel)
+	for i := 0; i < n; i++ {
+		ek := (win.Kernel[i]-1)*win.Dilations[i] + 1
+		pb, pe := win.Pads[i], win.Pads[i+n]
+		if pb >= ek || pe >= ek {
+			continue // windows lying wholly in the padding: not claimed
+		}
+		dm := b.concat(2 + i)
+		dm.Inputs[0] = InputMap{Dim: 2 + i, Scale: win.Strides[i], HaloLo: pb, HaloHi: ek - 1 - pb, PadLo: pb, PadHi: pe}
+		dm.Rewrite = RewritePads
+	}
+}
+
+// pool: batch and channels, and the spatial dimensions. With MaxPool's
+// Indices output (flat indices into the whole input) only a leading
+// dimension splits, the indices shifted by the start of the slice.
+func (b *ftBuilder) pool() {
+	op, x := b.op, b.op.Input(0)
+	if op.Output(1) == nil {
+		b.concat(0).Inputs[0] = follow(0)
+		b.concat(1).Inputs[0] = follow(1)
+		b.window()
+		return
+	}
+	for d := 0; d < 2; d++ {
+		if d == 1 && x.Shape[0] != 1 {
+			break
+		}
+		stride := int64(1)
+		for _, e := range x.Shape[d+1:] {
+			stride *= e
+		}
+		dm := b.concat(d)
+		dm.Inputs[0] = follow(d)
+		dm.Outputs[1].IndexStride = stride
+	}
+}
+
+// convTranspose: batch, and for group 1 the output channels (W is
+// [C, M/g, k...]: it follows its dimension 1) and the input channels as
+// a sum.
+func (b *ftBuilder) convTranspose() {
+	op := b.op
+	x, w := op.Input(0), op.Input(1)
+	if w == nil || len(w.Shape) != len(x.Shape) {
+		return
+	}
+	b.concat(0).Inputs[0] = follow(0)
+	if op.AttrInt("group", 1) != 1 {
+		return
+	}
+	dm := b.concat(1)
+	dm.Inputs[1] = follow(1)
+	if len(dm.Inputs) > 2 {
+		dm.Inputs[2] = follow(0)
+	}
+	dm = b.sum(x.Shape[1])
+	dm.Inputs[0], dm.Inputs[1] = follow(1), follow(0)
+	if len(dm.Inputs) > 2 && op.Input(2) != nil {
+		dm.Inputs[2].Once = true
+	}
+}
+
+// batchNorm: channels (X follows dimension 1, scale, B, mean and var
+// their dimension 0, the running statistics outputs theirs). Training
+// mode normalises with statistics over the whole batch and the spatial
+// dimensions, so only the channels split; inference mode is a
+// per-channel affine map, so every dimension does.
+func (b *ftBuilder) batchNorm() {
+	op, x := b.op, b.op.Input(0)
+	training := false
+	if a := op.Attr("training_mode"); a != nil {
+		training = a.Int == 1
+	} else {
+		for _, v := range op.Outputs()[1:] {
+			training = training || v != nil
+		}
+	}
+	for d := range x.Shape {
+		if d != 1 && training {
+			continue
+		}
+		dm := b.concat(d)
+		dm.Inputs[0] = follow(d)
+		if d == 1 {
+			for j := 1; j < len(dm.Inputs); j++ {
+				dm.Inputs[j] = follow(0)
+			}
+			for k := 1; k < len(dm.Outputs); k++ {
+				if op.Output(k) != nil {
+					dm.Outputs[k].Dim = 0
+				}
+			}
+		} else {
+			for k := 1; k < len(dm.Outputs); k++ {
+				dm.Outputs[k].Dim = -1
+			}
+		}
+	}
+}
+
+// gemm: Y[M, N] = α·A'·B' + β·C. M (A follows, C where it has M rows),
+// N (B follows, C where it has N columns) and K as a sum, C added once.
+func (b *ftBuilder) gemm() {
+	op := b.op
+	a, bb, c := op.Input(0), op.Input(1), op.Input(2)
+	if a == nil || bb == nil || len(a.Shape) != 2 || len(bb.Shape) != 2 {
+		return
+	}
+	ta, tb := op.AttrInt("transA", 0) != 0, op.AttrInt("transB", 0) != 0
+	am, ak := 0, 1
+	if ta {
+		am, ak = 1, 0
+	}
+	bk, bn := 0, 1
+	if tb {
+		bk, bn = 1, 0
+	}
+	y := op.Output(0)
+	dm := b.concat(0)
+	dm.Inputs[0] = follow(am)
+	if c != nil && len(c.Shape) == 2 && c.Shape[0] == y.Shape[0] {
+		dm.Inputs[2] = follow(0)
+	}
+	dm = b.concat(1)
+	dm.Inputs[1] = follow(bn)
+	if c != nil && len(c.Shape) >= 1 && c.Shape[len(c.Shape)-1] == y.Shape[1] {
+		dm.Inputs[2] = follow(len(c.Shape) - 1)
+	}
+	dm = b.sum(a.Shape[ak])
+	dm.Inputs[0], dm.Inputs[1] = follow(ak), follow(bk)
+	if c != nil {
+		dm.Inputs[2].Once = true
+	}
+}
+
+// matmul (numpy semantics): the broadcast batch dimensions, M (A's
+// row dimension), N (B's column dimension), and K as a sum.
+func (b *ftBuilder) matmul() {
+	op := b.op
+	a, bb, y := op.Input(0), op.Input(1), op.Output(0)
+	if a == nil || bb == nil {
+		return
+	}
+	ra, rb, ro := len(a.Shape), len(bb.Shape), len(y.Shape)
+	if ra == 0 || rb == 0 {
+		return
+	}
+	nb := ro
+	if ra >= 2 {
+		nb--
+	}
+	if rb >= 2 {
+		nb--
+	}
+	if nb < 0 {
+		return
+	}
+	for d := 0; d < nb; d++ {
+		dm := b.concat(d)
+		if ra >= 2 {
+			if e := d - (nb - (ra - 2)); e >= 0 && a.Shape[e] == y.Shape[d] {
+				dm.Inputs[0] = follow(e)
+			}
+		}
+		if rb >= 2 {
+			if e := d - (nb - (rb - 2)); e >= 0 && bb.Shape[e] == y.Shape[d] {
+				dm.Inputs[1] = follow(e)
+			}
+		}
+	}
+	if ra >= 2 {
+		b.concat(nb).Inputs[0] = follow(ra - 2)
+	}
+	if rb >= 2 {
+		b.concat(ro - 1).Inputs[1] = follow(rb - 1)
+	}
+	bk := 0
+	if rb >= 2 {
+		bk = rb - 2
+	}
+	dm := b.sum(a.Shape[ra-1])
+	dm.Inputs[0], dm.Inputs[1] = follow(ra-1), follow(bk)
+}
+
+// ftGroup is one group of a reshape: input dimensions in and output
+// dimensions out (extent-1 dimensions left out) of equal element count.
+// sigma is not 0 when out[0] splits: an output step is sigma steps of
+// in[0].
+type ftGroup struct {
+	in, out []int
+	sigma   int64
+}
+
+// ftReshapeGroups pairs the dimensions of a row-major reshape (Reshape,
+// Flatten, Squeeze, Unsqueeze) into groups of equal element count,
+// ignoring extent-1 dimensions, which do not move data. The leading
+// output dimension of a group splits when the product of the group's
+// other output dimensions is a multiple of the product of its other
+// input dimensions: a slice [lo, hi) of it is then the slice
+// [σ·lo, σ·hi) of the leading input dimension, σ their quotient (a
+// dimension kept as it is has σ = 1; heads split off a hidden dimension
+// have σ = head size).
+func ftReshapeGroups(op *ir.Op) []ftGroup {
+	switch op.Type {
+	case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+	default:
+		return nil
+	}
+	if op.Domain != "" && op.Domain != "ai.onnx" {
+		return nil
+	}
+	x, y := op.Input(0), op.Output(0)
+	if x == nil || y == nil {
+		return nil
+	}
+	nonUnit := func(s ir.Shape) []int {
+		var out []int
+		for i, d := range s {
+			if d < 0 {
+				return nil
+			}
+			if d != 1 {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	ii, oo := nonUnit(x.Shape), nonUnit(y.Shape)
+	var groups []ftGroup
+	i, j := 0, 0
+	for i < len(ii) && j < len(oo) {
+		g := ftGroup{in: []int{ii[i]}, out: []int{oo[j]}}
+		pi, po := x.Shape[ii[i]], y.Shape[oo[j]]
+		i, j = i+1, j+1
+		for pi != po {
+			if pi < po {
+				if i >= len(ii) {
+					return nil
+				}
+				g.in = append(g.in, ii[i])
+				pi *= x.Shape[ii[i]]
+				i++
+			} else {
+				if j >= len(oo) {
+					return nil
+				}
+				g.out = append(g.out, oo[j])
+				po *= y.Shape[oo[j]]
+				j++
+			}
+		}
+		innerIn, innerOut := pi/x.Shape[g.in[0]], po/y.Shape[g.out[0]]
+		if innerOut%innerIn == 0 {
+			g.sigma = innerOut / innerIn
+		}
+		groups = append(groups, g)
+	}
+	if i != len(ii) || j != len(oo) {
+		return nil
+	}
+	return groups
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// normAxisOf normalises a possibly negative axis of a rank-r tensor.
+func normAxisOf(a int64, r int) (int, bool) {
+	if a < 0 {
+		a += int64(r)
+	}
+	return int(a), a >= 0 && a < int64(r)
+}
+
+// constInts returns a constant integer input's values, or nil.
+func constInts(v *ir.Value) []int64 {
+	if v == nil {
+		return nil
+	}
+	t, err := v.Data()
+	if err != nil || t == nil {
+		return nil
+	}
+	return t.Int64s()
+}
+
+// Dump writes the result one line per op, in order, for golden files:
+//
+//	%7 = Conv "c1" f32[2,8,16,16]: d0 sample (0 - -); d1 parameter (- 0 0); d2 sample pads (2*2-3+3p3,3 - -); ...
+//
+// Each split is d<OutDim> (concat) or k/<Extent> (sum), its kind, its
+// rewrite if any, then per input "-" (whole), the followed dimension,
+// "*σ" when σ ≠ 1, "-δlo+δhi" with a halo, "pPadLo,PadHi" for a window,
+// "once" for an input of a sum read by one micro-op. An op with several
+// outputs adds "-> (dims)" (i<stride> for an index output), a random op
+// "random".
+func (r *FTResult) Dump(w io.Writer, g *ir.Graph) error {
+	var sb strings.Builder
+	for _, op := range g.Order() {
+		var outs []string
+		for _, v := range op.Outputs() {
+			if v == nil {
+				outs = append(outs, "_")
+			} else {
+				outs = append(outs, v.String())
+			}
+		}
+		y := op.Output(0)
+		fmt.Fprintf(&sb, "%s = %s %q", strings.Join(outs, ","), op.QualifiedType(), op.Name)
+		if y != nil {
+			fmt.Fprintf(&sb, " %v%v", y.DType, y.Shape)
+		}
+		sb.WriteString(":")
+		maps := r.Of(op)
+		if len(maps) == 0 {
+			sb.WriteString(" none")
+		}
+		for i, dm := range maps {
+			if i > 0 {
+				sb.WriteString(";")
+			}
+			sb.WriteString(" " + dm.String())
+		}
+		sb.WriteString("\n")
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// String renders a split as Dump does.
+func (m DimMap) String() string {
+	var sb strings.Builder
+	if m.Merge == MergeSum {
+		fmt.Fprintf(&sb, "k/%d %s", m.Extent, m.Kind)
+	} else {
+		fmt.Fprintf(&sb, "d%d %s", m.OutDim, m.Kind)
+	}
+	if m.Rewrite != RewriteNone {
+		sb.WriteString(" " + string(m.Rewrite))
+	}
+	if m.Random {
+		sb.WriteString(" random")
+	}
+	sb.WriteString(" (")
+	for j, in := range m.Inputs {
+		if j > 0 {
+			sb.WriteString(" ")
+		}
+		sb.WriteString(in.String(m.Rewrite == RewritePads))
+	}
+	sb.WriteString(")")
+	if len(m.Outputs) > 1 {
+		sb.WriteString(" -> (")
+		for k, o := range m.Outputs {
+			if k > 0 {
+				sb.WriteString(" ")
+			}
+			switch {
+			case o.Dim < 0:
+				sb.WriteString("-")
+			case o.IndexStride != 0:
+				fmt.Fprintf(&sb, "%di%d", o.Dim, o.IndexStride)
+			default:
+				fmt.Fprintf(&sb, "%d", o.Dim)
+			}
+		}
+		sb.WriteString(")")
+	}
+	return sb.String()
+}
+
+// String renders an input map as Dump does.
+func (m InputMap) String(window bool) string {
+	if m.Dim < 0 {
+		if m.Once {
+			return "once"
+		}
+		return "-"
+	}
+	s := fmt.Sprint(m.Dim)
+	if m.Scale != 1 {
+		s += fmt.Sprintf("*%d", m.Scale)
+	}
+	if m.HaloLo != 0 || m.HaloHi != 0 {
+		s += fmt.Sprintf("%+d%+d", -m.HaloLo, m.HaloHi)
+	}
+	if window {
+		s += fmt.Sprintf("p%d,%d", m.PadLo, m.PadHi)
+	}
+	return s
+}

@@ -108,6 +108,9 @@ const MinTrainOpset = 16
 // as initializer defaults) and their updated values graph outputs; the
 // pairs are recorded in the TrainingKey metadata.
 func BuildTrainingStep(m *ir.Model, opts TrainOptions) (*TrainingInfo, error) {
+	if m.Meta == nil {
+		m.Meta = map[string]string{}
+	}
 	if _, done := m.Meta[TrainingKey]; done {
 		return nil, fmt.Errorf("the model already is a training step")
 	}

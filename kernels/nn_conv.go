@@ -8,7 +8,7 @@ import (
 
 // Conv: im2col + GEMM, one image and one group at a time. The GEMM's
 // inner dimension K = (C/group)·prod(kernel) (the im2col rows) is cut
-// into blocks of at most kb rows (nnBlock under nnScratchCap,
+// into blocks of at most kb rows (nnBlock under nnDefaultCap,
 // nn_generic.go): im2col builds one block, kb × prod(output spatial)
 // floats, and the GEMM accumulates it into the output (beta = 1 after the
 // first block). That block is the scratch (Kernel.Workspace), independent
@@ -19,15 +19,14 @@ import (
 // (one input channel per group, group > 1) is computed by direct loops.
 
 func init() {
-	nnReg("Conv", 2, 1, convKernel(nnScratchMin), nil)
+	nnReg("Conv", 2, 1, convKernel(nnDefaultCap), nil)
 }
 
-// convKernel is Conv's kernel with its scratch bounded by
-// nnScratchCap(minScratch, ·); tests pass small bounds to force blocking.
-func convKernel(minScratch int64) Kernel {
+// convKernel is Conv's kernel with its scratch bounded by bound.
+func convKernel(bound nnScratchCap) Kernel {
 	return Kernel{
-		Run:       func(c *Ctx) error { return runConv(c, minScratch) },
-		Workspace: func(op *ir.Op) int64 { return convWorkspace(op, minScratch) },
+		Run:       func(c *Ctx) error { return runConv(c, bound) },
+		Workspace: func(op *ir.Op) int64 { return convWorkspace(op, bound) },
 	}
 }
 
@@ -41,7 +40,7 @@ type convPlan struct {
 	kb             int  // im2col rows per block (0 with direct or noCol)
 }
 
-func planConv(op *ir.Op, minScratch int64) (*convPlan, error) {
+func planConv(op *ir.Op, bound nnScratchCap) (*convPlan, error) {
 	x, w, y := op.Input(0), op.Input(1), op.Output(0)
 	if x == nil || w == nil || y == nil || len(w.Shape) != len(x.Shape) || len(x.Shape) < 3 {
 		return nil, fmt.Errorf("%s: Conv needs X (N, C, D...) and W (M, C/group, k...)", op.Describe())
@@ -59,7 +58,7 @@ func planConv(op *ir.Op, minScratch int64) (*convPlan, error) {
 	p.noCol = !p.direct && g.unit()
 	if !p.direct && !p.noCol {
 		es, outVol := nnESize(op), int64(g.outVol())
-		p.kb = nnBlock(p.cg*g.kVol(), es*outVol, nnScratchCap(minScratch, es*int64(p.mg)*outVol))
+		p.kb = nnBlock(p.cg*g.kVol(), es*outVol, bound(es*int64(p.mg)*outVol))
 	}
 	return p, nil
 }
@@ -67,16 +66,16 @@ func planConv(op *ir.Op, minScratch int64) (*convPlan, error) {
 // colFloats is the size of one block of the column matrix (0 when none).
 func (p *convPlan) colFloats() int { return p.kb * p.g.outVol() }
 
-func convWorkspace(op *ir.Op, minScratch int64) int64 {
-	p, err := planConv(op, minScratch)
+func convWorkspace(op *ir.Op, bound nnScratchCap) int64 {
+	p, err := planConv(op, bound)
 	if err != nil {
 		return 0
 	}
 	return nnESize(op) * int64(p.colFloats())
 }
 
-func runConv(c *Ctx, minScratch int64) error {
-	p, err := planConv(c.Op, minScratch)
+func runConv(c *Ctx, bound nnScratchCap) error {
+	p, err := planConv(c.Op, bound)
 	if err != nil {
 		return err
 	}

@@ -420,10 +420,13 @@ func nnRunKernel(t *testing.T, k Kernel, op *ir.Op, ins []nnIn) []*Tensor {
 	return out
 }
 
+// nnFixedCap is a scratch bound of capBytes whatever the output.
+func nnFixedCap(capBytes int64) nnScratchCap { return func(int64) int64 { return capBytes } }
+
 // TestConvBlocked: random convolutions with scratch bounds from 0 (one
-// output block: blocks of M/group rows, often one row) to the whole
-// column matrix, so that K is cut into blocks of every size, most with a
-// shorter last block; float32 and float64 against the direct reference.
+// im2col row a block) to the whole column matrix, so that K is cut into
+// blocks of every size, many with a shorter last block; float32 and
+// float64 against the direct reference.
 func TestConvBlocked(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 31))
 	blocked, ragged := 0, 0
@@ -439,26 +442,31 @@ func TestConvBlocked(t *testing.T) {
 		_, want := refConv(cc, x.data, w.data, b.data)
 		for _, dt := range []ir.DType{ir.Float, ir.Double} {
 			op := nnOpDT(t, 17, dt, "Conv", ins, []string{"y"}, cc.attrs(false)...)
-			full, _ := planConv(op, 1<<62)
-			minScratch := int64(0)
-			if r.IntN(3) == 0 {
-				minScratch = r.Int64N(convWorkspace(op, 1<<62) + 1)
+			full, _ := planConv(op, nnFixedCap(1<<62))
+			kg, rowBytes := full.cg*full.g.kVol(), nnESize(op)*int64(full.g.outVol())
+			var capBytes int64 // 0: one row a block
+			switch r.IntN(3) {
+			case 1: // blocks of 1 to kg rows
+				capBytes = rowBytes * (1 + r.Int64N(int64(kg)))
+			case 2: // any number of bytes up to the whole matrix
+				capBytes = r.Int64N(rowBytes*int64(kg) + 1)
 			}
-			p, err := planConv(op, minScratch)
+			p, err := planConv(op, nnFixedCap(capBytes))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if kg := p.cg * p.g.kVol(); p.kb < full.kb {
+			if p.kb < full.kb {
 				blocked++
 				if kg%p.kb != 0 {
 					ragged++
 				}
 			}
-			if ws := convWorkspace(op, minScratch); ws > convWorkspace(op, 1<<62) || ws != nnESize(op)*int64(p.kb*p.g.outVol()) {
-				t.Fatalf("%v: workspace %d bytes, rows per block %d", cc, ws, p.kb)
+			ws := convWorkspace(op, nnFixedCap(capBytes))
+			if ws > convWorkspace(op, nnFixedCap(1<<62)) || ws != nnESize(op)*int64(p.kb*p.g.outVol()) || ws > max(capBytes, rowBytes) {
+				t.Fatalf("%v: workspace %d bytes under a bound of %d, rows per block %d", cc, ws, capBytes, p.kb)
 			}
-			got := nnRunKernel(t, convKernel(minScratch), op, ins)
-			what := fmt.Sprintf("%v min %d (rows %d of %d)", cc, minScratch, p.kb, p.cg*p.g.kVol())
+			got := nnRunKernel(t, convKernel(nnFixedCap(capBytes)), op, ins)
+			what := fmt.Sprintf("%v bound %d (rows %d of %d)", cc, capBytes, p.kb, kg)
 			if dt == ir.Double {
 				nnClose(t, "float64 "+what, got[0].F64(), want, tol64)
 			} else {
@@ -466,7 +474,7 @@ func TestConvBlocked(t *testing.T) {
 			}
 		}
 	}
-	if blocked < 200 || ragged < 50 {
+	if blocked < 250 || ragged < 20 {
 		t.Errorf("K blocked in %d runs, with a shorter last block in %d", blocked, ragged)
 	}
 }
@@ -489,15 +497,16 @@ func TestConvTransposeBlocked(t *testing.T) {
 		_, want := refConvTranspose(cc, x.data, w.data, b.data)
 		for _, dt := range []ir.DType{ir.Float, ir.Double} {
 			op := nnOpDT(t, 17, dt, "ConvTranspose", ins, []string{"y"}, cc.attrs(true)...)
-			full, _ := planConvTranspose(op, 1<<62)
-			// A bound of a few column-matrix columns: blocks of 1 to 7
-			// input pixels.
-			rows := int64(full.mg * full.g.kVol())
-			minScratch := nnESize(op) * rows * (1 + r.Int64N(7))
-			if r.IntN(4) == 0 {
-				minScratch = 0
+			full, _ := planConvTranspose(op, nnFixedCap(1<<62))
+			inVol, colBytes := full.g.inVol(), nnESize(op)*int64(full.mg*full.g.kVol())
+			var capBytes int64 // 0: one input pixel a block
+			switch r.IntN(4) {
+			case 1, 2: // blocks of 1 to 7 input pixels
+				capBytes = colBytes * (1 + r.Int64N(7))
+			case 3: // any number of bytes up to the whole matrix
+				capBytes = r.Int64N(colBytes*int64(inVol) + 1)
 			}
-			p, err := planConvTranspose(op, minScratch)
+			p, err := planConvTranspose(op, nnFixedCap(capBytes))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -507,11 +516,12 @@ func TestConvTransposeBlocked(t *testing.T) {
 					ragged++
 				}
 			}
-			if ws := convTransposeWorkspace(op, minScratch); ws > convTransposeWorkspace(op, 1<<62) || ws != nnESize(op)*int64(p.colFloats()) {
-				t.Fatalf("%v: workspace %d bytes, columns per block %d", cc, ws, p.pb)
+			ws := convTransposeWorkspace(op, nnFixedCap(capBytes))
+			if ws > convTransposeWorkspace(op, nnFixedCap(1<<62)) || ws != nnESize(op)*int64(p.colFloats()) || ws > max(capBytes, colBytes) {
+				t.Fatalf("%v: workspace %d bytes under a bound of %d, columns per block %d", cc, ws, capBytes, p.pb)
 			}
-			got := nnRunKernel(t, convTransposeKernel(minScratch), op, ins)
-			what := fmt.Sprintf("ConvTranspose %v min %d (columns %d of %d)", cc, minScratch, p.pb, p.g.inVol())
+			got := nnRunKernel(t, convTransposeKernel(nnFixedCap(capBytes)), op, ins)
+			what := fmt.Sprintf("ConvTranspose %v bound %d (columns %d of %d)", cc, capBytes, p.pb, inVol)
 			if dt == ir.Double {
 				nnClose(t, "float64 "+what, got[0].F64(), want, tol64)
 			} else {
@@ -519,13 +529,13 @@ func TestConvTransposeBlocked(t *testing.T) {
 			}
 		}
 	}
-	if blocked < 100 || ragged < 50 {
+	if blocked < 250 || ragged < 60 {
 		t.Errorf("columns blocked in %d runs, with a shorter last block in %d", blocked, ragged)
 	}
 }
 
 // TestConvBlockedRegistered: the registered kernels block under the real
-// bound, nnScratchCap(nnScratchMin, ·). A weight-gradient-shaped Conv
+// bound, nnDefaultCap. A weight-gradient-shaped Conv
 // (K = 61·9·9 = 4941 rows of 8×8 output pixels, 1.26 MB unblocked) runs
 // in two blocks of 2471 and 2470 rows (float32; float64: three), and a
 // ConvTranspose whose column matrix (400 rows × 1023 input pixels, 1.6

@@ -9,22 +9,21 @@ import (
 // ConvTranspose: GEMM + col2im, one image and one group at a time. For
 // group gi the product Wᵍᵀ·Xᵍ, ((M/group)·prod(kernel)) × prod(input
 // spatial), is computed a block of pb columns (input pixels) at a time
-// (nnBlock under nnScratchCap, nn_generic.go); that block is the scratch
+// (nnBlock under nnDefaultCap, nn_generic.go); that block is the scratch
 // (Kernel.Workspace), and col2im scatters it into the output, which it
 // zeroes before the first block and accumulates into after, parallel
 // over output channels (each channel's rows land only in that channel).
 
 func init() {
-	nnReg("ConvTranspose", 2, 1, convTransposeKernel(nnScratchMin), nil)
+	nnReg("ConvTranspose", 2, 1, convTransposeKernel(nnDefaultCap), nil)
 }
 
 // convTransposeKernel is ConvTranspose's kernel with its scratch bounded
-// by nnScratchCap(minScratch, ·); tests pass small bounds to force
-// blocking.
-func convTransposeKernel(minScratch int64) Kernel {
+// by bound.
+func convTransposeKernel(bound nnScratchCap) Kernel {
 	return Kernel{
-		Run:       func(c *Ctx) error { return runConvTranspose(c, minScratch) },
-		Workspace: func(op *ir.Op) int64 { return convTransposeWorkspace(op, minScratch) },
+		Run:       func(c *Ctx) error { return runConvTranspose(c, bound) },
+		Workspace: func(op *ir.Op) int64 { return convTransposeWorkspace(op, bound) },
 	}
 }
 
@@ -79,7 +78,7 @@ func convTransposePads(op *ir.Op, in, out, kernel, st, dil []int64) ([]int64, er
 	return pads, nil
 }
 
-func planConvTranspose(op *ir.Op, minScratch int64) (*convTPlan, error) {
+func planConvTranspose(op *ir.Op, bound nnScratchCap) (*convTPlan, error) {
 	x, w, y := op.Input(0), op.Input(1), op.Output(0)
 	if x == nil || w == nil || y == nil || len(w.Shape) != len(x.Shape) || len(x.Shape) < 3 || len(y.Shape) != len(x.Shape) {
 		return nil, fmt.Errorf("%s: ConvTranspose needs X (N, C, D...) and W (C, M/group, k...)", op.Describe())
@@ -105,7 +104,7 @@ func planConvTranspose(op *ir.Op, minScratch int64) (*convTPlan, error) {
 	p.direct = g.unit()
 	if !p.direct {
 		es, rows := nnESize(op), int64(p.mg*g.kVol())
-		p.pb = nnBlock(g.inVol(), es*rows, nnScratchCap(minScratch, es*int64(p.mg*g.outVol())))
+		p.pb = nnBlock(g.inVol(), es*rows, bound(es*int64(p.mg*g.outVol())))
 	}
 	return p, nil
 }
@@ -113,16 +112,16 @@ func planConvTranspose(op *ir.Op, minScratch int64) (*convTPlan, error) {
 // colFloats is the size of one block of the column matrix (0 when none).
 func (p *convTPlan) colFloats() int { return p.mg * p.g.kVol() * p.pb }
 
-func convTransposeWorkspace(op *ir.Op, minScratch int64) int64 {
-	p, err := planConvTranspose(op, minScratch)
+func convTransposeWorkspace(op *ir.Op, bound nnScratchCap) int64 {
+	p, err := planConvTranspose(op, bound)
 	if err != nil {
 		return 0
 	}
 	return nnESize(op) * int64(p.colFloats())
 }
 
-func runConvTranspose(c *Ctx, minScratch int64) error {
-	p, err := planConvTranspose(c.Op, minScratch)
+func runConvTranspose(c *Ctx, bound nnScratchCap) error {
+	p, err := planConvTranspose(c.Op, bound)
 	if err != nil {
 		return err
 	}

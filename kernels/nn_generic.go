@@ -121,8 +121,8 @@ func dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int
 // that the scratch (Kernel.Workspace, which the memory model counts as
 // device memory live during the op) stays within
 //
-//	nnScratchCap = max(nnScratchMin, bytes of the output block one GEMM
-//	               writes: one image, one group)
+//	max(nnScratchMin, bytes of the output block one GEMM writes:
+//	    one image, one group)
 //
 // and never exceeds the unblocked matrix. Conv blocks the GEMM's inner
 // dimension K (im2col rows) and accumulates (beta = 1 after the first
@@ -130,11 +130,16 @@ func dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int
 // col2im accumulates. The output term keeps the blocks of layers with
 // large feature maps (a resnet stem) deep enough in K for the GEMM to run
 // at full speed; nnScratchMin keeps the blocks of small layers from
-// getting thin. docs: see the measurements in nn_bench_test.go.
+// getting thin.
 const nnScratchMin = 1 << 20
 
-// nnScratchCap is the scratch bound for a GEMM writing outBytes.
-func nnScratchCap(minScratch, outBytes int64) int64 { return max(minScratch, outBytes) }
+// nnScratchCap gives a column-matrix kernel's scratch bound in bytes
+// from the bytes of the output block one GEMM writes.
+type nnScratchCap func(outBytes int64) int64
+
+// nnDefaultCap is the bound of the registered kernels; tests build
+// kernels with smaller ones to force blocking.
+func nnDefaultCap(outBytes int64) int64 { return max(nnScratchMin, outBytes) }
 
 // nnBlock splits n items of itemBytes scratch each into the fewest blocks
 // of at most capBytes (at least one item a block) and returns the block

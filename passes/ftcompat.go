@@ -37,12 +37,16 @@ import (
 //	in_start = s·lo − pb,  in_end = s·(hi−1) − pb + ek   (before clamping)
 //
 // and the micro-op pads with PadLo' = max(0, pb − s·lo) and
-// PadHi' = min(pe, max(0, in_end − in)) (InputMap.Range): clamping the
-// end padding to the op's keeps the count of AveragePool's
-// count_include_pad and the ceil_mode window that runs past the end
-// padding exactly as in the whole op, and the micro-op keeps ceil_mode.
-// A window split is claimed only when both pads are smaller than ek, so
-// every window overlaps the input and no micro-input is empty.
+// PadHi' = max(0, in_end − in) (InputMap.Range), so that its padded
+// input spans exactly s·(hi−lo−1) + ek positions and it computes hi−lo
+// outputs under floor or ceil mode alike. PadHi' exceeds pe only for the
+// last window of a ceil_mode pool that runs past the end padding; there
+// the extra padding changes nothing (MaxPool ignores it, LpPool adds
+// zeros, AveragePool without count_include_pad divides by the input
+// taps), except for AveragePool with count_include_pad, whose split of
+// such a dimension is not claimed. A window split is claimed only when
+// both pads are smaller than ek, so every window overlaps the input and
+// no micro-input is empty.
 //
 // Each split is labelled, following TSPLIT Fig. 6, a sample split
 // (batch, sequence length, height, width) or a parameter split
@@ -107,8 +111,9 @@ type InputMap struct {
 	// HaloLo and HaloHi are δlo and δhi: the input range of output range
 	// [lo, hi) is [Scale·lo − HaloLo, Scale·(hi−1) + 1 + HaloHi).
 	HaloLo, HaloHi int64
-	// PadLo and PadHi are the op's padding on Dim (sliding windows): the
-	// most a micro-op pads at each end.
+	// PadLo and PadHi bound a micro-op's padding on Dim (sliding
+	// windows): the op's pads, the end one extended by how far the last
+	// window of a ceil_mode pool runs past it.
 	PadLo, PadHi int64
 	// Once marks, in a sum merge, an additive input (a bias) that only
 	// the first micro-op reads; the others leave it out.
@@ -311,7 +316,7 @@ func AnalyzeFT(m *ir.Model) *FTResult {
 				case done[d]:
 				case grp != nil && k == 0:
 					for _, gr := range grp {
-						if containsInt(gr.out, d) {
+						if ftContains(gr.out, d) {
 							for _, i := range gr.in {
 								l[d] = l[d] || label(x, i)
 							}
@@ -355,10 +360,16 @@ next:
 		}
 		for k, o := range dm.Outputs {
 			y := op.Output(k)
-			if o.Dim >= len(y.Shape) || (y == nil && o.Dim >= 0) {
+			if y == nil {
+				if o.Dim >= 0 {
+					continue next
+				}
+				continue
+			}
+			if o.Dim >= len(y.Shape) {
 				continue next
 			}
-			if dm.Merge == MergeConcat && y != nil && (o.Dim < 0 || y.Shape[o.Dim] != dm.Extent) {
+			if dm.Merge == MergeConcat && (o.Dim < 0 || y.Shape[o.Dim] != dm.Extent) {
 				continue next
 			}
 		}
@@ -373,12 +384,12 @@ type ftBuilder struct {
 	maps []DimMap
 }
 
-// newMap starts a concat split along output dimension d, every input
+// concat starts a concat split along output dimension d, every input
 // whole and every output following d.
 func (b *ftBuilder) concat(d int) *DimMap {
 	y := b.op.Output(0)
 	if y == nil || d < 0 || d >= len(y.Shape) {
-		return &DimMap{} // dropped by the caller's append
+		return &DimMap{} // not recorded: edits to it go nowhere
 	}
 	dm := DimMap{OutDim: d, Extent: y.Shape[d], Merge: MergeConcat,
 		Inputs: make([]InputMap, len(b.op.Inputs())), Outputs: make([]OutputMap, len(b.op.Outputs()))}
@@ -410,7 +421,7 @@ func (b *ftBuilder) sum(n int64) *DimMap {
 }
 
 // follow is an input dimension that follows the split one to one.
-func follow(d int) InputMap { return InputMap{Dim: d, Scale: 1} }
+func ftFollow(d int) InputMap { return InputMap{Dim: d, Scale: 1} }
 
 // elementwise adds a split along every output dimension of a
 // multidirectionally broadcasting op: an input follows where its
@@ -422,12 +433,12 @@ func (b *ftBuilder) elementwise(skip ...int) {
 	for d := 0; d < r; d++ {
 		dm := b.concat(d)
 		for j, x := range b.op.Inputs() {
-			if x == nil || containsInt(skip, j) {
+			if x == nil || ftContains(skip, j) {
 				continue
 			}
 			e := d - (r - len(x.Shape))
 			if e >= 0 && x.Shape[e] == y.Shape[d] {
-				dm.Inputs[j] = follow(e)
+				dm.Inputs[j] = ftFollow(e)
 			}
 		}
 	}
@@ -485,28 +496,28 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 	case "MaxPool", "AveragePool", "LpPool":
 		b.pool()
 	case "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool":
-		b.concat(0).Inputs[0] = follow(0)
-		b.concat(1).Inputs[0] = follow(1)
+		b.concat(0).Inputs[0] = ftFollow(0)
+		b.concat(1).Inputs[0] = ftFollow(1)
 	case "BatchNormalization":
 		b.batchNorm()
 	case "InstanceNormalization":
-		b.concat(0).Inputs[0] = follow(0)
+		b.concat(0).Inputs[0] = ftFollow(0)
 		dm := b.concat(1)
-		dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = follow(1), follow(0), follow(0)
+		dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = ftFollow(1), ftFollow(0), ftFollow(0)
 	case "LayerNormalization":
-		axis, ok := normAxisOf(op.AttrInt("axis", -1), r)
+		axis, ok := ftNormAxis(op.AttrInt("axis", -1), r)
 		if !ok {
 			return nil
 		}
 		for d := 0; d < axis; d++ {
-			b.concat(d).Inputs[0] = follow(d)
+			b.concat(d).Inputs[0] = ftFollow(d)
 		}
 	case "Softmax", "LogSoftmax", "Hardmax":
 		def := int64(-1)
 		if opset < 13 {
 			def = 1
 		}
-		axis, ok := normAxisOf(op.AttrInt("axis", def), r)
+		axis, ok := ftNormAxis(op.AttrInt("axis", def), r)
 		if !ok {
 			return nil
 		}
@@ -516,7 +527,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			if d == axis || (opset < 13 && d > axis) {
 				continue
 			}
-			b.concat(d).Inputs[0] = follow(d)
+			b.concat(d).Inputs[0] = ftFollow(d)
 		}
 	case "Gemm":
 		b.gemm()
@@ -540,10 +551,10 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			if perm != nil {
 				p = int(perm[d])
 			}
-			b.concat(d).Inputs[0] = follow(p)
+			b.concat(d).Inputs[0] = ftFollow(p)
 		}
 	case "Concat":
-		axis, ok := normAxisOf(op.AttrInt("axis", 0), len(y.Shape))
+		axis, ok := ftNormAxis(op.AttrInt("axis", 0), len(y.Shape))
 		if !ok {
 			return nil
 		}
@@ -553,7 +564,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			}
 			dm := b.concat(d)
 			for j := range op.Inputs() {
-				dm.Inputs[j] = follow(d)
+				dm.Inputs[j] = ftFollow(d)
 			}
 		}
 	case "Split":
@@ -563,7 +574,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 		}
 		for d := 0; d < r; d++ {
 			if d != axis {
-				b.concat(d).Inputs[0] = follow(d)
+				b.concat(d).Inputs[0] = ftFollow(d)
 			}
 		}
 	case "Slice":
@@ -573,7 +584,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 		}
 		for d := 0; d < r; d++ {
 			if first[d] == 0 && step[d] == 1 && count[d] == x.Shape[d] {
-				b.concat(d).Inputs[0] = follow(d)
+				b.concat(d).Inputs[0] = ftFollow(d)
 			}
 		}
 	case "Pad":
@@ -583,17 +594,17 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 		}
 		for d := 0; d < r; d++ {
 			if begin[d] == 0 && end[d] == 0 {
-				b.concat(d).Inputs[0] = follow(d)
+				b.concat(d).Inputs[0] = ftFollow(d)
 			}
 		}
 	case "Tile":
-		reps := constInts(op.Input(1))
+		reps := ftConstInts(op.Input(1))
 		if len(reps) != r {
 			return nil
 		}
 		for d := 0; d < r; d++ {
 			if reps[d] == 1 {
-				b.concat(d).Inputs[0] = follow(d)
+				b.concat(d).Inputs[0] = ftFollow(d)
 			}
 		}
 	case "Expand":
@@ -602,12 +613,12 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			e := d - (ro - r)
 			if e >= 0 && x.Shape[e] == y.Shape[d] {
 				dm := b.concat(d)
-				dm.Inputs[0] = follow(e)
+				dm.Inputs[0] = ftFollow(e)
 				dm.Rewrite = RewriteShape
 			}
 		}
 	case "Gather":
-		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
 		ind := op.Input(1)
 		if !ok || ind == nil {
 			return nil
@@ -617,26 +628,26 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			dm := b.concat(d)
 			switch {
 			case d < axis:
-				dm.Inputs[0] = follow(d)
+				dm.Inputs[0] = ftFollow(d)
 			case d < axis+q:
-				dm.Inputs[1] = follow(d - axis)
+				dm.Inputs[1] = ftFollow(d - axis)
 			default:
-				dm.Inputs[0] = follow(d - q + 1)
+				dm.Inputs[0] = ftFollow(d - q + 1)
 			}
 		}
 	case "GatherElements":
-		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
 		if !ok {
 			return nil
 		}
 		for d := 0; d < r; d++ {
 			if d != axis {
 				dm := b.concat(d)
-				dm.Inputs[0], dm.Inputs[1] = follow(d), follow(d)
+				dm.Inputs[0], dm.Inputs[1] = ftFollow(d), ftFollow(d)
 			}
 		}
 	case "ScatterElements":
-		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
 		ind := op.Input(1)
 		if !ok || ind == nil || len(ind.Shape) != r {
 			return nil
@@ -647,20 +658,20 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			// same slice when indices span the data on d.
 			if d != axis && ind.Shape[d] == x.Shape[d] {
 				dm := b.concat(d)
-				dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = follow(d), follow(d), follow(d)
+				dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = ftFollow(d), ftFollow(d), ftFollow(d)
 			}
 		}
 	case "OneHot":
-		axis, ok := normAxisOf(op.AttrInt("axis", -1), r+1)
+		axis, ok := ftNormAxis(op.AttrInt("axis", -1), r+1)
 		if !ok {
 			return nil
 		}
 		for d := 0; d < len(y.Shape); d++ {
 			switch {
 			case d < axis:
-				b.concat(d).Inputs[0] = follow(d)
+				b.concat(d).Inputs[0] = ftFollow(d)
 			case d > axis:
-				b.concat(d).Inputs[0] = follow(d - 1)
+				b.concat(d).Inputs[0] = ftFollow(d - 1)
 			}
 		}
 	case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
@@ -671,7 +682,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 		}
 		if noop {
 			for d := 0; d < r; d++ {
-				b.concat(d).Inputs[0] = follow(d)
+				b.concat(d).Inputs[0] = ftFollow(d)
 			}
 			return b.maps
 		}
@@ -679,7 +690,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 		o := 0
 		for d := 0; d < r; d++ {
 			if !red[d] {
-				b.concat(o).Inputs[0] = follow(d)
+				b.concat(o).Inputs[0] = ftFollow(d)
 				o++
 			} else if keep {
 				o++
@@ -690,12 +701,12 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 			// Partial sums over slices of a reduced axis add up.
 			for d := 0; d < r; d++ {
 				if red[d] {
-					b.sum(x.Shape[d]).Inputs[0] = follow(d)
+					b.sum(x.Shape[d]).Inputs[0] = ftFollow(d)
 				}
 			}
 		}
 	case "ArgMax", "ArgMin":
-		axis, ok := normAxisOf(op.AttrInt("axis", 0), r)
+		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
 		if !ok {
 			return nil
 		}
@@ -703,7 +714,7 @@ func ftMaps(op *ir.Op, opset int64) []DimMap {
 		o := 0
 		for d := 0; d < r; d++ {
 			if d != axis {
-				b.concat(o).Inputs[0] = follow(d)
+				b.concat(o).Inputs[0] = ftFollow(d)
 			}
 			if d != axis || keep {
 				o++
@@ -718,7 +729,7 @@ func (b *ftBuilder) dropout() {
 	op := b.op
 	random := false
 	if t := op.Input(2); t != nil {
-		c := constInts(t)
+		c := ftConstInts(t)
 		random = c == nil || c[0] != 0
 		if r := op.Input(1); r != nil {
 			if rt, _ := r.Data(); rt != nil && rt.Len() == 1 && rt.Float64s()[0] == 0 {
@@ -728,7 +739,7 @@ func (b *ftBuilder) dropout() {
 	}
 	for d := range op.Output(0).Shape {
 		dm := b.concat(d)
-		dm.Inputs[0] = follow(d)
+		dm.Inputs[0] = ftFollow(d)
 		dm.Random = random
 	}
 }
@@ -744,13 +755,13 @@ func (b *ftBuilder) conv() {
 	}
 	group := op.AttrInt("group", 1)
 	m, c := w.Shape[0], x.Shape[1]
-	b.concat(0).Inputs[0] = follow(0)
+	b.concat(0).Inputs[0] = ftFollow(0)
 	switch {
 	case group == 1:
 		dm := b.concat(1)
-		dm.Inputs[1] = follow(0)
-		if len(dm.Inputs) > 2 {
-			dm.Inputs[2] = follow(0)
+		dm.Inputs[1] = ftFollow(0)
+		if op.Input(2) != nil {
+			dm.Inputs[2] = ftFollow(0)
 		}
 	case group == m && c%group == 0:
 		// Depthwise: output channel o reads input channels
@@ -758,17 +769,17 @@ func (b *ftBuilder) conv() {
 		k := c / group
 		dm := b.concat(1)
 		dm.Inputs[0] = InputMap{Dim: 1, Scale: k, HaloHi: k - 1}
-		dm.Inputs[1] = follow(0)
-		if len(dm.Inputs) > 2 {
-			dm.Inputs[2] = follow(0)
+		dm.Inputs[1] = ftFollow(0)
+		if op.Input(2) != nil {
+			dm.Inputs[2] = ftFollow(0)
 		}
 		dm.Rewrite = RewriteGroup
 	}
 	b.window()
 	if group == 1 {
 		dm := b.sum(c)
-		dm.Inputs[0], dm.Inputs[1] = follow(1), follow(1)
-		if len(dm.Inputs) > 2 && op.Input(2) != nil {
+		dm.Inputs[0], dm.Inputs[1] = ftFollow(1), ftFollow(1)
+		if op.Input(2) != nil {
 			dm.Inputs[2].Once = true
 		}
 	}
@@ -780,15 +791,29 @@ func (b *ftBuilder) window() {
 	if err != nil {
 		return
 	}
+	x, y := b.op.Input(0), b.op.Output(0)
 	n := len(win.Kernel)
+	if len(x.Shape) != n+2 || len(y.Shape) != n+2 {
+		return
+	}
+	countPad := b.op.Type == "AveragePool" && b.op.AttrInt("count_include_pad", 0) != 0
 	for i := 0; i < n; i++ {
-		ek := (win.Kernel[i]-1)*win.Dilations[i] + 1
+		d := 2 + i
+		s, ek := win.Strides[i], (win.Kernel[i]-1)*win.Dilations[i]+1
 		pb, pe := win.Pads[i], win.Pads[i+n]
 		if pb >= ek || pe >= ek {
 			continue // windows lying wholly in the padding: not claimed
 		}
-		dm := b.concat(2 + i)
-		dm.Inputs[0] = InputMap{Dim: 2 + i, Scale: win.Strides[i], HaloLo: pb, HaloHi: ek - 1 - pb, PadLo: pb, PadHi: pe}
+		// Under ceil_mode the last window may run past the end padding:
+		// the micro-op pads that far, which changes nothing for a max,
+		// a sum of zeros, or an average over the input taps, but would
+		// count for AveragePool's count_include_pad.
+		over := (y.Shape[d]-1)*s - pb + ek - x.Shape[d]
+		if over > pe && countPad {
+			continue
+		}
+		dm := b.concat(d)
+		dm.Inputs[0] = InputMap{Dim: d, Scale: s, HaloLo: pb, HaloHi: ek - 1 - pb, PadLo: pb, PadHi: max(pe, over)}
 		dm.Rewrite = RewritePads
 	}
 }
@@ -799,8 +824,8 @@ func (b *ftBuilder) window() {
 func (b *ftBuilder) pool() {
 	op, x := b.op, b.op.Input(0)
 	if op.Output(1) == nil {
-		b.concat(0).Inputs[0] = follow(0)
-		b.concat(1).Inputs[0] = follow(1)
+		b.concat(0).Inputs[0] = ftFollow(0)
+		b.concat(1).Inputs[0] = ftFollow(1)
 		b.window()
 		return
 	}
@@ -813,7 +838,7 @@ func (b *ftBuilder) pool() {
 			stride *= e
 		}
 		dm := b.concat(d)
-		dm.Inputs[0] = follow(d)
+		dm.Inputs[0] = ftFollow(d)
 		dm.Outputs[1].IndexStride = stride
 	}
 }
@@ -827,18 +852,18 @@ func (b *ftBuilder) convTranspose() {
 	if w == nil || len(w.Shape) != len(x.Shape) {
 		return
 	}
-	b.concat(0).Inputs[0] = follow(0)
+	b.concat(0).Inputs[0] = ftFollow(0)
 	if op.AttrInt("group", 1) != 1 {
 		return
 	}
 	dm := b.concat(1)
-	dm.Inputs[1] = follow(1)
-	if len(dm.Inputs) > 2 {
-		dm.Inputs[2] = follow(0)
+	dm.Inputs[1] = ftFollow(1)
+	if op.Input(2) != nil {
+		dm.Inputs[2] = ftFollow(0)
 	}
 	dm = b.sum(x.Shape[1])
-	dm.Inputs[0], dm.Inputs[1] = follow(1), follow(0)
-	if len(dm.Inputs) > 2 && op.Input(2) != nil {
+	dm.Inputs[0], dm.Inputs[1] = ftFollow(1), ftFollow(0)
+	if op.Input(2) != nil {
 		dm.Inputs[2].Once = true
 	}
 }
@@ -863,10 +888,10 @@ func (b *ftBuilder) batchNorm() {
 			continue
 		}
 		dm := b.concat(d)
-		dm.Inputs[0] = follow(d)
+		dm.Inputs[0] = ftFollow(d)
 		if d == 1 {
 			for j := 1; j < len(dm.Inputs); j++ {
-				dm.Inputs[j] = follow(0)
+				dm.Inputs[j] = ftFollow(0)
 			}
 			for k := 1; k < len(dm.Outputs); k++ {
 				if op.Output(k) != nil {
@@ -900,17 +925,17 @@ func (b *ftBuilder) gemm() {
 	}
 	y := op.Output(0)
 	dm := b.concat(0)
-	dm.Inputs[0] = follow(am)
+	dm.Inputs[0] = ftFollow(am)
 	if c != nil && len(c.Shape) == 2 && c.Shape[0] == y.Shape[0] {
-		dm.Inputs[2] = follow(0)
+		dm.Inputs[2] = ftFollow(0)
 	}
 	dm = b.concat(1)
-	dm.Inputs[1] = follow(bn)
+	dm.Inputs[1] = ftFollow(bn)
 	if c != nil && len(c.Shape) >= 1 && c.Shape[len(c.Shape)-1] == y.Shape[1] {
-		dm.Inputs[2] = follow(len(c.Shape) - 1)
+		dm.Inputs[2] = ftFollow(len(c.Shape) - 1)
 	}
 	dm = b.sum(a.Shape[ak])
-	dm.Inputs[0], dm.Inputs[1] = follow(ak), follow(bk)
+	dm.Inputs[0], dm.Inputs[1] = ftFollow(ak), ftFollow(bk)
 	if c != nil {
 		dm.Inputs[2].Once = true
 	}
@@ -942,27 +967,27 @@ func (b *ftBuilder) matmul() {
 		dm := b.concat(d)
 		if ra >= 2 {
 			if e := d - (nb - (ra - 2)); e >= 0 && a.Shape[e] == y.Shape[d] {
-				dm.Inputs[0] = follow(e)
+				dm.Inputs[0] = ftFollow(e)
 			}
 		}
 		if rb >= 2 {
 			if e := d - (nb - (rb - 2)); e >= 0 && bb.Shape[e] == y.Shape[d] {
-				dm.Inputs[1] = follow(e)
+				dm.Inputs[1] = ftFollow(e)
 			}
 		}
 	}
 	if ra >= 2 {
-		b.concat(nb).Inputs[0] = follow(ra - 2)
+		b.concat(nb).Inputs[0] = ftFollow(ra - 2)
 	}
 	if rb >= 2 {
-		b.concat(ro - 1).Inputs[1] = follow(rb - 1)
+		b.concat(ro - 1).Inputs[1] = ftFollow(rb - 1)
 	}
 	bk := 0
 	if rb >= 2 {
 		bk = rb - 2
 	}
 	dm := b.sum(a.Shape[ra-1])
-	dm.Inputs[0], dm.Inputs[1] = follow(ra-1), follow(bk)
+	dm.Inputs[0], dm.Inputs[1] = ftFollow(ra-1), ftFollow(bk)
 }
 
 // ftGroup is one group of a reshape: input dimensions in and output
@@ -999,7 +1024,7 @@ func ftReshapeGroups(op *ir.Op) []ftGroup {
 	nonUnit := func(s ir.Shape) []int {
 		var out []int
 		for i, d := range s {
-			if d < 0 {
+			if d <= 0 {
 				return nil
 			}
 			if d != 1 {
@@ -1044,7 +1069,7 @@ func ftReshapeGroups(op *ir.Op) []ftGroup {
 	return groups
 }
 
-func containsInt(s []int, v int) bool {
+func ftContains(s []int, v int) bool {
 	for _, x := range s {
 		if x == v {
 			return true
@@ -1053,16 +1078,16 @@ func containsInt(s []int, v int) bool {
 	return false
 }
 
-// normAxisOf normalises a possibly negative axis of a rank-r tensor.
-func normAxisOf(a int64, r int) (int, bool) {
+// ftNormAxis normalises a possibly negative axis of a rank-r tensor.
+func ftNormAxis(a int64, r int) (int, bool) {
 	if a < 0 {
 		a += int64(r)
 	}
 	return int(a), a >= 0 && a < int64(r)
 }
 
-// constInts returns a constant integer input's values, or nil.
-func constInts(v *ir.Value) []int64 {
+// ftConstInts returns a constant integer input's values, or nil.
+func ftConstInts(v *ir.Value) []int64 {
 	if v == nil {
 		return nil
 	}
@@ -1171,7 +1196,7 @@ func (m InputMap) String(window bool) string {
 		s += fmt.Sprintf("*%d", m.Scale)
 	}
 	if m.HaloLo != 0 || m.HaloHi != 0 {
-		s += fmt.Sprintf("%+d%+d", -m.HaloLo, m.HaloHi)
+		s += fmt.Sprintf("-%d+%d", m.HaloLo, m.HaloHi)
 	}
 	if window {
 		s += fmt.Sprintf("p%d,%d", m.PadLo, m.PadHi)

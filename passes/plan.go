@@ -246,7 +246,7 @@ func (pl *Planner) candidates(i int) []candidate {
 	for idx := range pl.Mem.Intervals {
 		iv := &pl.Mem.Intervals[idx]
 		v := iv.Value
-		if iv.Kind != memory.Activation || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] || pl.pinned[v.ID] {
+		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] || pl.pinned[v.ID] {
 			continue
 		}
 		if reads(op, v) {
@@ -369,9 +369,21 @@ func (pl *Planner) bestSplit(i int) *splitCandidate {
 		return nil
 	}
 	op := pl.Mem.Order[i]
+	from := i
+	if ir.CopyOf(op) == ir.ToDevice {
+		// The bottleneck is a swap-in bringing back a whole tensor for a
+		// consumer: split that consumer, which then reads the host copy
+		// piece by piece (the swap-in goes away).
+		uses := op.Output(0).Uses()
+		if len(uses) != 1 {
+			return nil
+		}
+		op = uses[0].Op
+	}
 	if pl.splitDone[op.ID] || ir.CopyOf(op) != ir.NoCopy || len(op.Outputs()) != 1 || op.Output(0) == nil {
 		return nil
 	}
+	i = pl.pos[op.ID]
 	y := op.Output(0)
 	var best *splitCandidate
 	for _, ch := range pl.SplitChoices(op) {
@@ -402,7 +414,7 @@ func (pl *Planner) bestSplit(i int) *splitCandidate {
 			if dm <= 0 {
 				continue
 			}
-			if pl.Mem.Live[i]-pl.saved[i]-dm > pl.Budget && p != splitPNums[len(splitPNums)-1] && int64(2*p) <= n {
+			if pl.Mem.Live[from]-pl.saved[from]-dm > pl.Budget && p != splitPNums[len(splitPNums)-1] && int64(2*p) <= n {
 				continue // not enough yet: try a finer split
 			}
 			w := profile.OpWork(op)
@@ -411,7 +423,7 @@ func (pl *Planner) bestSplit(i int) *splitCandidate {
 			xfer := pl.Prof.TransferTime(moved, true) + pl.Prof.TransferTime(moved, false)
 			dt := max(overhead, 0) + xfer
 			c := &splitCandidate{d: SplitDecision{Op: op, PNum: p, Dim: ch.Dim, InputDims: ch.InputDims, At: i, DeltaM: dm, DeltaT: dt},
-				ratio: (dt + 1e-12) / float64(dm), from: [2]int{i, i}}
+				ratio: (dt + 1e-12) / float64(dm), from: [2]int{from, i}}
 			if best == nil || c.ratio < best.ratio {
 				best = c
 			}

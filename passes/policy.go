@@ -87,11 +87,22 @@ func init() {
 	})
 }
 
-// splitChoices is where the split planner learns how ops may be split;
-// the FT-compatibility analysis fills it in.
+// splitChoices tells the split planner how each op of the current graph
+// may be split: the FT-compatible dimensions (FTCompat) that InsertSplit
+// can realize — plain concat splits with σ = 1 and no halo, never along
+// a random op's dimensions.
 func (s *State) splitChoices() func(op *ir.Op) []SplitChoice {
 	if s.splitFn != nil {
 		return s.splitFn
 	}
-	return nil
+	ft := AnalyzeFT(s.Model)
+	return func(op *ir.Op) []SplitChoice {
+		var out []SplitChoice
+		for _, d := range ft.Of(op) {
+			if d.Simple() && !d.Random && d.OutDim >= 0 {
+				out = append(out, SplitChoice{Dim: d.OutDim, InputDims: d.InputDims()})
+			}
+		}
+		return out
+	}
 }

@@ -175,7 +175,18 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			u.Op.SetInput(u.Index, back.Output(0))
 		}
 	}
-	return g.RemoveOp(op)
+	if err := g.RemoveOp(op); err != nil {
+		return err
+	}
+	// Swap-ins that only fed the split op are dead now.
+	for _, x := range op.Inputs() {
+		if x != nil && x.Def != nil && ir.CopyOf(x.Def) == ir.ToDevice && x.NumUses() == 0 && !isOutput(g, x) {
+			if err := g.RemoveOp(x.Def); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func isOutput(g *ir.Graph, v *ir.Value) bool {

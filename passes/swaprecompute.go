@@ -20,10 +20,13 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 	type anchors struct{ after, trigger, before *ir.Op }
 	an := make([]anchors, len(plan.Decisions))
 	for k, d := range plan.Decisions {
-		if d.After < 0 || d.Before >= len(order) || d.After >= d.Before {
+		if d.After < -1 || d.Before >= len(order) || d.After >= d.Before {
 			return fmt.Errorf("swap/recompute: decision for %q has positions %d..%d outside the order", d.Value.Name, d.After, d.Before)
 		}
-		a := anchors{after: order[d.After], before: order[d.Before]}
+		a := anchors{before: order[d.Before]}
+		if d.After >= 0 {
+			a.after = order[d.After] // nil: a graph input, evicted before the first op
+		}
 		if d.Option == Swap {
 			a.trigger = order[d.Trigger]
 		}
@@ -44,11 +47,15 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		switch d.Option {
 		case Swap:
 			host := fresh(v.Name + "/host")
-			so, err := g.InsertOp(pos[a.after.ID]+1, "SwapOut", ir.Domain, fresh(v.Name+"/swap_out"), []*ir.Value{v}, []string{host}, nil)
+			at, phase := 0, ir.Forward
+			if a.after != nil {
+				at, phase = pos[a.after.ID]+1, a.after.Phase
+			}
+			so, err := g.InsertOp(at, "SwapOut", ir.Domain, fresh(v.Name+"/swap_out"), []*ir.Value{v}, []string{host}, nil)
 			if err != nil {
 				return err
 			}
-			so.Phase = a.after.Phase
+			so.Phase = phase
 			if err := ir.InferAndSet(so, m.Opset(ir.Domain)); err != nil {
 				return err
 			}

@@ -20,12 +20,16 @@ type compileFlags struct {
 	device string
 	check  bool
 	debug  []string
+	report string // --report FILE: .html, .svg or .json
 }
 
 // compileModel plans a model into the budget and writes planned.onnx.
 func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error {
 	if f.out == "" {
 		return usageError{fmt.Errorf("compiling needs -o FILE (or use --run, inspect, train)")}
+	}
+	if err := checkReportPath(f.report); err != nil {
+		return err
 	}
 	prof, err := profile.Lookup(f.device)
 	if err != nil {
@@ -76,6 +80,11 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 		return err
 	}
 	r := s.Report
+	if f.report != "" {
+		if err := writeReport(f.report, r); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "model         %s (%s, %d ops after planning)\n", path, describeDims(m), len(m.Graph.Order()))
 	fmt.Fprintf(w, "device        %s, policy %s\n", prof.Name, r.Policy)
 	fmt.Fprintf(w, "base peak     %s\n", compiler.FormatBytes(r.BasePeak))
@@ -89,5 +98,8 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 	fmt.Fprintf(w, "step time     %.3f ms predicted, %.3f ms unconstrained (+%.1f%%)\n", r.Time*1e3, r.BaseTime*1e3, over)
 	fmt.Fprintf(w, "planning time %v (total %v)\n", planTime.Round(time.Microsecond), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(w, "wrote         %s\n", f.out)
+	if f.report != "" {
+		fmt.Fprintf(w, "report        %s\n", f.report)
+	}
 	return nil
 }

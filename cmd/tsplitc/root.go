@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 	root.Flags().BoolVar(&cf.check, "check", false, "run ir.Verify after every pass")
 	root.Flags().StringVar(&cf.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
 	root.Flags().StringArrayVarP(&cf.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
+	root.Flags().StringVar(&cf.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
 	root.Flags().StringVar(&runPath, "run", "", "execute MODEL on the bundled runtime (CPU reference device)")
 	root.Flags().IntVar(&rf.iters, "iters", 1, "iterations to run (with --run)")
 	root.Flags().StringVar(&rf.memory, "memory", "", "device memory budget, e.g. 11GiB (with --run: the pool size; default: what the model needs)")
@@ -57,7 +58,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return compileModel(cmd.OutOrStdout(), args[0], &cf, &rf)
 	}
-	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd(), newTrainCmd())
+	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd(), newTrainCmd(), newBenchCmd())
 	return root
 }
 

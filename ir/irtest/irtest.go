@@ -26,7 +26,7 @@ type B struct {
 // New starts an empty model at the newest opset.
 func New(t testing.TB) *B {
 	g := ir.NewGraph("test")
-	return &B{T: t, G: g, M: &ir.Model{Graph: g, IRVersion: 8, Opsets: map[string]int64{"": 17}}}
+	return &B{T: t, G: g, M: &ir.Model{Graph: g, IRVersion: 8, Opsets: map[string]int64{"": 17}, Meta: map[string]string{}}}
 }
 
 // Input adds a graph input.

@@ -1,0 +1,461 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/zoo"
+)
+
+// Output files, in the output folder.
+const (
+	SampleScaleFile = "sample_scale"            // Table IV (.md, .csv)
+	ParamScaleFile  = "param_scale"             // Table V
+	ThroughputFile  = "throughput"              // Fig. 12 data
+	ThresholdFile   = "max_batch_at_throughput" // Fig. 14a
+	LimitsFile      = "limits"                  // why each search stops
+	PlotPrefix      = "throughput_"             // + model + .png/.svg
+	ReadmeFile      = "README.md"
+)
+
+// Write writes every table, plot and the README into dir and returns
+// the paths written.
+func Write(dir string, r *Results) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	put := func(name string, data []byte) error {
+		path := filepath.Join(dir, name)
+		written = append(written, path)
+		return os.WriteFile(path, data, 0o644)
+	}
+	type table struct {
+		name string
+		md   string
+		csv  [][]string
+	}
+	tables := []table{
+		{SampleScaleFile, sampleScaleMD(r), scaleCSV(r, r.SampleScale, true)},
+		{ParamScaleFile, paramScaleMD(r), scaleCSV(r, r.ParamScale, false)},
+		{ThroughputFile, throughputMD(r), throughputCSV(r)},
+		{ThresholdFile, thresholdMD(r), thresholdCSV(r)},
+		{LimitsFile, limitsMD(r), limitsCSV(r)},
+	}
+	for _, t := range tables {
+		if err := put(t.name+".md", []byte(t.md)); err != nil {
+			return written, err
+		}
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		if err := w.WriteAll(t.csv); err != nil {
+			return written, err
+		}
+		if err := put(t.name+".csv", b.Bytes()); err != nil {
+			return written, err
+		}
+	}
+	for i, m := range r.Models {
+		if err := plotSweep(dir, PlotPrefix+m.Name, r, i); err != nil {
+			return written, fmt.Errorf("plot %s: %w", m.Name, err)
+		}
+		written = append(written, filepath.Join(dir, PlotPrefix+m.Name+".png"), filepath.Join(dir, PlotPrefix+m.Name+".svg"))
+	}
+	if err := put(ReadmeFile, []byte(readme(r))); err != nil {
+		return written, err
+	}
+	return written, nil
+}
+
+// mdTable renders a Markdown table.
+func mdTable(header []string, rows [][]string) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	for i := range header {
+		if i == 0 {
+			b.WriteString(" --- |")
+		} else {
+			b.WriteString(" ---: |")
+		}
+	}
+	b.WriteString("\n")
+	for _, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+func fmtScale(s Search) string {
+	if s.Capped {
+		return "≥" + strconv.FormatInt(s.Max, 10)
+	}
+	return strconv.FormatInt(s.Max, 10)
+}
+
+func ratio(a, b int64) string {
+	if a <= 0 || b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f×", float64(a)/float64(b))
+}
+
+// column returns the index of a policy in r.Policies (-1: absent).
+func (r *Results) column(policy string) int {
+	for j, p := range r.Policies {
+		if p == policy {
+			return j
+		}
+	}
+	return -1
+}
+
+// scaleOf returns a model's result for a policy (ok false: not run).
+func scaleOf(r *Results, t [][]Search, i int, policy string) (Search, bool) {
+	j := r.column(policy)
+	if j < 0 {
+		return Search{}, false
+	}
+	return t[i][j], true
+}
+
+func tsplitOverBase(r *Results, t [][]Search, i int) string {
+	ts, ok1 := scaleOf(r, t, i, "tsplit")
+	bs, ok2 := scaleOf(r, t, i, "base")
+	if !ok1 || !ok2 {
+		return "—"
+	}
+	return ratio(ts.Max, bs.Max)
+}
+
+func paperRatio(m Model, sample bool) string {
+	if m.Paper == nil {
+		return "—"
+	}
+	t := m.Paper.ParamScale
+	if sample {
+		t = m.Paper.SampleScale
+	}
+	return ratio(t["tsplit"], t["base"])
+}
+
+func scaleTable(r *Results, t [][]Search, sample bool) string {
+	header := []string{"Model"}
+	header = append(header, r.Policies...)
+	header = append(header, "tsplit / base", "paper: tsplit / base")
+	var rows [][]string
+	for i, m := range r.Models {
+		row := []string{m.Display}
+		for j := range r.Policies {
+			row = append(row, fmtScale(t[i][j]))
+		}
+		row = append(row, tsplitOverBase(r, t, i), paperRatio(m, sample))
+		rows = append(rows, row)
+	}
+	return mdTable(header, rows)
+}
+
+func scaleCSV(r *Results, t [][]Search, sample bool) [][]string {
+	header := []string{"model", "zoo"}
+	header = append(header, r.Policies...)
+	header = append(header, "tsplit_over_base", "paper_tsplit_over_base")
+	out := [][]string{header}
+	for i, m := range r.Models {
+		row := []string{m.Name, m.Zoo}
+		for j := range r.Policies {
+			row = append(row, strconv.FormatInt(t[i][j].Max, 10))
+		}
+		row = append(row, strings.TrimSuffix(tsplitOverBase(r, t, i), "×"), strings.TrimSuffix(paperRatio(m, sample), "×"))
+		out = append(out, row)
+	}
+	return out
+}
+
+func sampleScaleMD(r *Results) string {
+	return fmt.Sprintf("# Largest sample scale (batch size) per policy — Table IV\n\n"+
+		"Device %s, budget %s, host memory %s. The largest batch whose training step each policy plans into the budget "+
+		"(bisection, capped at %d; ≥ marks the cap). 0: not even batch 1 fits.\n\n%s",
+		r.Profile.Name, compiler.FormatBytes(r.Profile.Budget()), compiler.FormatBytes(r.Profile.HostMemory), r.Config.MaxBatch,
+		scaleTable(r, r.SampleScale, true))
+}
+
+func paramScaleMD(r *Results) string {
+	return fmt.Sprintf("# Largest parameter scale per policy — Table V\n\n"+
+		"Device %s, budget %s, batch %d. The largest integer k such that the model with channels × k (CNNs) or hidden size × k "+
+		"(the transformer) plans into the budget (bisection, capped at %d; ≥ marks the cap). 0: not even k = 1 fits.\n\n%s",
+		r.Profile.Name, compiler.FormatBytes(r.Profile.Budget()), r.Config.ParamBatch, r.Config.widthLimit(),
+		scaleTable(r, r.ParamScale, false))
+}
+
+func fmtFloat(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
+
+func throughputMD(r *Results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Simulated throughput against the batch size — Fig. 12\n\n"+
+		"Device %s. Each cell: samples/s of the policy's planned step (batch / predicted step time) and, in parentheses, "+
+		"that throughput relative to the unconstrained step at the same batch (the training step with every tensor "+
+		"resident and unlimited memory). — : the policy cannot plan that batch into the budget.\n\n", r.Profile.Name)
+	for i, m := range r.Models {
+		sw := r.Sweep[i]
+		fmt.Fprintf(&b, "## %s\n\n![%s](%s%s.png)\n\n", m.Display, m.Display, PlotPrefix, m.Name)
+		header := append([]string{"batch", "unconstrained"}, r.Policies...)
+		var rows [][]string
+		for bi, batch := range sw.Batches {
+			row := []string{strconv.FormatInt(batch, 10), "—"}
+			if t := sw.Unconstrained[bi]; t > 0 {
+				row[1] = fmtFloat(float64(batch)/t, 1)
+			}
+			for _, p := range sw.Probes[bi] {
+				if p == nil || !p.OK {
+					row = append(row, "—")
+					continue
+				}
+				row = append(row, fmt.Sprintf("%s (%.0f%%)", fmtFloat(p.Throughput(), 1), 100*p.Relative()))
+			}
+			rows = append(rows, row)
+		}
+		b.WriteString(mdTable(header, rows))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func throughputCSV(r *Results) [][]string {
+	out := [][]string{{"model", "batch", "policy", "fits", "step_s", "unconstrained_step_s", "samples_per_s", "relative",
+		"peak_bytes", "pool_bytes", "host_peak_bytes", "swapped", "recomputed", "split"}}
+	for i, m := range r.Models {
+		sw := r.Sweep[i]
+		for bi, batch := range sw.Batches {
+			for _, p := range sw.Probes[bi] {
+				row := []string{m.Name, strconv.FormatInt(batch, 10), p.Policy, strconv.FormatBool(p.OK), "",
+					fmtFloat(sw.Unconstrained[bi], 6), "", "", "", "", "", "", "", ""}
+				if p.OK {
+					row[4] = fmtFloat(p.Time, 6)
+					row[6] = fmtFloat(p.Throughput(), 3)
+					row[7] = fmtFloat(p.Relative(), 4)
+					row[8] = strconv.FormatInt(p.Peak, 10)
+					row[9] = strconv.FormatInt(p.Pool, 10)
+					row[10] = strconv.FormatInt(p.HostPeak, 10)
+					row[11] = strconv.Itoa(p.Swapped)
+					row[12] = strconv.Itoa(p.Recomputed)
+					row[13] = strconv.Itoa(p.Split)
+				}
+				out = append(out, row)
+			}
+		}
+	}
+	return out
+}
+
+func thresholdHeader(r *Results) []string {
+	h := []string{"Model"}
+	for _, x := range r.Config.Thresholds {
+		for _, p := range r.Config.ThresholdPolicies {
+			h = append(h, fmt.Sprintf("%s ≥%d%%", p, x))
+		}
+	}
+	return h
+}
+
+func thresholdMD(r *Results) string {
+	var rows [][]string
+	for i, m := range r.Models {
+		row := []string{m.Display}
+		for t := range r.Config.Thresholds {
+			for j := range r.Config.ThresholdPolicies {
+				row = append(row, fmtScale(r.UnderX[t][i][j]))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return fmt.Sprintf("# Largest batch at no less than x%% of the unconstrained throughput — Fig. 14a\n\n"+
+		"Device %s. For each x, the largest batch a policy plans into the budget whose predicted throughput is at least x%% "+
+		"of the unconstrained step's at that batch (every tensor resident, unlimited memory), found by bisection. "+
+		"tsplit against tsplit-nosplit is the effect of tensor split.\n\n%s",
+		r.Profile.Name, mdTable(thresholdHeader(r), rows))
+}
+
+func thresholdCSV(r *Results) [][]string {
+	out := [][]string{{"model", "threshold_percent", "policy", "max_batch"}}
+	for i, m := range r.Models {
+		for t, x := range r.Config.Thresholds {
+			for j, p := range r.Config.ThresholdPolicies {
+				out = append(out, []string{m.Name, strconv.Itoa(x), p, strconv.FormatInt(r.UnderX[t][i][j].Max, 10)})
+			}
+		}
+	}
+	return out
+}
+
+// shortReason classifies why a search stopped at its failing probe.
+func shortReason(p *Probe) string {
+	switch {
+	case p == nil:
+		return "search cap"
+	case p.OK:
+		return fmt.Sprintf("throughput %.1f%% of unconstrained", 100*p.Relative())
+	case strings.Contains(p.Err, "pinned host memory"):
+		return "host memory"
+	case strings.Contains(p.Err, "keeps every tensor"):
+		return "device (keeps every tensor)"
+	case strings.Contains(p.Err, "no plan fits"):
+		return "device (no eviction left)"
+	case strings.Contains(p.Err, "rounds the plan still peaks"):
+		return "planner rounds exhausted"
+	case strings.Contains(p.Err, "found nothing to evict"):
+		return "planner found nothing to evict"
+	case strings.Contains(p.Err, "fragmentation"):
+		return "layout fragmentation"
+	case strings.Contains(p.Err, "panicked"):
+		return "policy panicked"
+	}
+	return "other"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+type limitRow struct {
+	table, model, policy string
+	s                    Search
+}
+
+func limitRows(r *Results) []limitRow {
+	var out []limitRow
+	for i, m := range r.Models {
+		for j, p := range r.Policies {
+			out = append(out, limitRow{"sample scale", m.Name, p, r.SampleScale[i][j]})
+		}
+		for j, p := range r.Policies {
+			out = append(out, limitRow{"parameter scale", m.Name, p, r.ParamScale[i][j]})
+		}
+		for t, x := range r.Config.Thresholds {
+			for j, p := range r.Config.ThresholdPolicies {
+				out = append(out, limitRow{fmt.Sprintf("batch at ≥%d%% throughput", x), m.Name, p, r.UnderX[t][i][j]})
+			}
+		}
+	}
+	return out
+}
+
+func stopAt(l limitRow) string {
+	if l.s.Stop == nil {
+		return ""
+	}
+	if l.table == "parameter scale" {
+		return "k=" + strconv.FormatInt(l.s.Stop.Width, 10)
+	}
+	return "batch " + strconv.FormatInt(l.s.Stop.Batch, 10)
+}
+
+func limitsMD(r *Results) string {
+	var rows [][]string
+	for _, l := range limitRows(r) {
+		msg := ""
+		if l.s.Stop != nil {
+			msg = oneLine(l.s.Stop.Err)
+		}
+		msg = strings.ReplaceAll(msg, "|", "\\|")
+		rows = append(rows, []string{l.table, l.model, l.policy, fmtScale(l.s), stopAt(l), shortReason(l.s.Stop), msg})
+	}
+	return "# Why each search stops\n\nFor every search, the first failing probe (one past the largest passing value) and the planner's message there.\n\n" +
+		mdTable([]string{"Table", "Model", "Policy", "Max", "Fails at", "Reason", "Planner message"}, rows)
+}
+
+func limitsCSV(r *Results) [][]string {
+	out := [][]string{{"table", "model", "policy", "max", "capped", "fails_at", "reason", "message"}}
+	for _, l := range limitRows(r) {
+		msg := ""
+		if l.s.Stop != nil {
+			msg = oneLine(l.s.Stop.Err)
+		}
+		out = append(out, []string{l.table, l.model, l.policy, strconv.FormatInt(l.s.Max, 10), strconv.FormatBool(l.s.Capped), stopAt(l), shortReason(l.s.Stop), msg})
+	}
+	return out
+}
+
+// Violation is a model on which some policy reaches more than tsplit.
+type Violation struct {
+	Table         string // "sample scale" or "parameter scale"
+	Model, Policy string
+	Value, Tsplit int64 // the policy's maximum and tsplit's
+}
+
+// Violations lists where tsplit is not ≥ every other policy.
+func (r *Results) Violations() []Violation {
+	ts := r.column("tsplit")
+	if ts < 0 {
+		return nil
+	}
+	var out []Violation
+	for _, t := range []struct {
+		name string
+		t    [][]Search
+	}{{"sample scale", r.SampleScale}, {"parameter scale", r.ParamScale}} {
+		for i, m := range r.Models {
+			for j, p := range r.Policies {
+				if t.t[i][j].Max > t.t[i][ts].Max {
+					out = append(out, Violation{t.name, m.Name, p, t.t[i][j].Max, t.t[i][ts].Max})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// modelConfig describes a model's configuration at k = 1.
+func modelConfig(r *Results, m Model) (string, int64) {
+	zc := zoo.Config{}
+	if r.Config.Small {
+		zc = zoo.SmallConfig(m.Zoo)
+	}
+	n, _ := zoo.ParamCount(m.Zoo, zc)
+	if zc.Width == 0 {
+		zc.Width = 1
+	}
+	var desc string
+	switch {
+	case zc.ImageSize > 0 || strings.HasPrefix(m.Zoo, "vgg") || strings.HasPrefix(m.Zoo, "resnet") || m.Zoo == "inception":
+		img := zc.ImageSize
+		if img == 0 {
+			img = 224
+			if m.Zoo == "inception" {
+				img = 299
+			}
+		}
+		classes := zc.Classes
+		if classes == 0 {
+			classes = 1000
+		}
+		desc = fmt.Sprintf("%d×%d images, %d classes, width %g", img, img, classes, zc.Width)
+	default:
+		seq := zc.SeqLen
+		if seq == 0 {
+			seq = 128
+		}
+		desc = fmt.Sprintf("%d tokens, width %g", seq, zc.Width)
+		if zc.Layers > 0 {
+			desc += fmt.Sprintf(", %d layers", zc.Layers)
+		}
+		if zc.Vocab > 0 {
+			desc += fmt.Sprintf(", vocabulary %d", zc.Vocab)
+		}
+	}
+	return desc, n
+}
+
+// Summary prints the two scale tables, the Fig. 14a table and where
+// tsplit is beaten, as Markdown.
+func Summary(w io.Writer, r *Results) {
+	fmt.Fprintf(w, "\nLargest batch (Table IV), %s:\n\n%s", r.Profile.Name, scaleTable(r, r.SampleScale, true))
+	fmt.Fprintf(w, "\nLargest parameter scale k at batch %d (Table V):\n\n%s", r.Config.ParamBatch, scaleTable(r, r.ParamScale, false))
+	fmt.Fprintf(w, "\nLargest batch at ≥ x%% of the unconstrained throughput (Fig. 14a):\n\n%s", mdTable(thresholdHeader(r), thresholdRows(r)))
+	for _, v := range r.Violations() {
+		fmt.Fprintf(w, "tsplit beaten: %s, %s: %s reaches %d, tsplit %d\n", v.Table, v.Model, v.Policy, v.Value, v.Tsplit)
+	}
+}

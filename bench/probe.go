@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
+	"github.com/tsplit/tsplit/zoo"
+)
+
+// Probe is one planning run: a model at one batch and width, planned by
+// one policy into the device budget with the whole pipeline.
+type Probe struct {
+	Model  string
+	Batch  int64
+	Width  int64 // parameter scale k (channels × k, hidden × k)
+	Policy string
+	// OK says the plan fits the device and the host; Err says why not.
+	OK  bool
+	Err string
+	// From the planner's report (zero where planning failed before
+	// filling them).
+	BasePeak, Peak, Pool, HostPeak int64
+	BaseTime, Time                 float64 // unconstrained and planned step, seconds
+	Swapped, Recomputed, Split     int
+}
+
+// Throughput is samples per second of the planned step (0 if not OK).
+func (p *Probe) Throughput() float64 {
+	if !p.OK || p.Time <= 0 {
+		return 0
+	}
+	return float64(p.Batch) / p.Time
+}
+
+// Relative is the planned step's throughput over the unconstrained
+// step's at the same batch (BaseTime / Time; 0 if not OK).
+func (p *Probe) Relative() float64 {
+	if !p.OK || p.Time <= 0 {
+		return 0
+	}
+	return p.BaseTime / p.Time
+}
+
+type probeKey struct {
+	model        string
+	batch, width int64
+	policy       string
+}
+
+type probeEntry struct {
+	done chan struct{}
+	p    *Probe
+	err  error
+}
+
+// prober runs probes once each: searches and the sweep ask for the same
+// points, and a probe is a pure function of its key.
+type prober struct {
+	cfg  *Config
+	prof *profile.Profile
+	mu   sync.Mutex
+	memo map[probeKey]*probeEntry
+	runs int // probes actually planned
+}
+
+func newProber(cfg *Config, prof *profile.Profile) *prober {
+	return &prober{cfg: cfg, prof: prof, memo: map[probeKey]*probeEntry{}}
+}
+
+func (pr *prober) count() int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.runs
+}
+
+// probe plans model m at (batch, width) with policy, or returns the
+// result of the same probe made before. The error is for failures that
+// are not about fitting (the model or its training step cannot be
+// built): those end the benchmark.
+func (pr *prober) probe(m Model, batch, width int64, policy string) (*Probe, error) {
+	k := probeKey{m.Name, batch, width, policy}
+	pr.mu.Lock()
+	e, ok := pr.memo[k]
+	if !ok {
+		e = &probeEntry{done: make(chan struct{})}
+		pr.memo[k] = e
+		pr.runs++
+	}
+	pr.mu.Unlock()
+	if ok {
+		<-e.done
+		return e.p, e.err
+	}
+	e.p, e.err = pr.plan(m, batch, width, policy)
+	close(e.done)
+	return e.p, e.err
+}
+
+// Build returns the training step of benchmark model m at a batch and
+// parameter scale k, with its weights as graph inputs (no weight data
+// is generated), in the benchmark's configuration (cfg.Small: the zoo's
+// CI-sized family configuration).
+func Build(m Model, batch, width int64, small bool, optimizer string) (*ir.Model, *compiler.TrainingInfo, error) {
+	zc := zoo.Config{}
+	if small {
+		zc = zoo.SmallConfig(m.Zoo)
+	}
+	if zc.Width == 0 {
+		zc.Width = 1
+	}
+	zc.Width *= float64(width)
+	zc.Batch = batch
+	zc.WeightsAsInputs = true
+	mp, err := zoo.Build(m.Zoo, zc)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := compiler.FromProto(mp, "", compiler.Options{Batch: batch})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s at batch %d, width ×%d: %w", m.Name, batch, width, err)
+	}
+	ti, err := compiler.BuildTrainingStep(g, compiler.TrainOptions{Optimizer: optimizer})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s at batch %d, width ×%d: training step: %w", m.Name, batch, width, err)
+	}
+	return g, ti, nil
+}
+
+// Plan runs the whole planning pipeline on a training step. A policy
+// that panics is reported as a planning error, like one that fails.
+func Plan(g *ir.Model, prof *profile.Profile, policy string) (s *passes.State, err error) {
+	s = passes.NewState(g, &passes.Options{Budget: prof.Budget(), Profile: prof, Policy: policy})
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("policy %s panicked: %v", policy, r)
+		}
+	}()
+	err = s.Run(passes.Pipeline...)
+	return s, err
+}
+
+func (pr *prober) plan(m Model, batch, width int64, policy string) (*Probe, error) {
+	p := &Probe{Model: m.Name, Batch: batch, Width: width, Policy: policy}
+	g, _, err := Build(m, batch, width, pr.cfg.Small, pr.cfg.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Plan(g, pr.prof, policy)
+	if r := s.Report; r != nil {
+		p.BasePeak, p.Peak, p.Pool, p.HostPeak = r.BasePeak, r.Peak, r.Pool, r.HostPeak
+		p.BaseTime, p.Time = r.BaseTime, r.Time
+		p.Swapped, p.Recomputed, p.Split = r.Swapped, r.Recomputed, r.Split
+	}
+	if err != nil {
+		p.Err = err.Error()
+		return p, nil
+	}
+	p.OK = true
+	return p, nil
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tsplit/tsplit/bench"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		cfg        bench.Config
+		models     string
+		policies   string
+		thresholds string
+		out        string
+		quiet      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench [-o DIR]",
+		Short: "the paper's scale and throughput benchmarks (Tables IV–V, Figs. 12 and 14a) by real planning",
+		Long: "bench finds, by exponential then binary search with the whole planning pipeline per probe, the largest\n" +
+			"batch (Table IV) and parameter scale at batch 16 (Table V) each memory policy plans into the device budget,\n" +
+			"the simulated throughput of every policy over a range of batches (Fig. 12) and the largest batch at no less\n" +
+			"than x% of the unconstrained throughput (Fig. 14a). It writes Markdown and CSV tables, PNG and SVG plots and a\n" +
+			"README into DIR. Results are deterministic: -j changes the wall time only.\n\n" +
+			"Models: " + strings.Join(bench.DefaultModels(), ", ") + " (the default), or any zoo family.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if models != "" {
+				cfg.Models = splitList(models)
+			}
+			if policies != "" {
+				cfg.Policies = splitList(policies)
+			}
+			if thresholds != "" {
+				cfg.Thresholds = nil
+				for _, s := range splitList(thresholds) {
+					x, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+					if err != nil {
+						return usageError{fmt.Errorf("--thresholds %q: want percentages such as 60,50", thresholds)}
+					}
+					cfg.Thresholds = append(cfg.Thresholds, x)
+				}
+			}
+			if cfg.Jobs < 1 {
+				return usageError{fmt.Errorf("-j must be at least 1, got %d", cfg.Jobs)}
+			}
+			if _, err := profile.Lookup(cfg.Device); err != nil {
+				return usageError{err}
+			}
+			cfg.Command = benchCommand(cmd)
+			if !quiet {
+				cfg.Progress = os.Stderr
+			}
+			res, err := bench.Run(cfg)
+			if err != nil {
+				return err
+			}
+			files, err := bench.Write(out, res)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%d plans in %v on %d workers; wrote %d files into %s\n", res.Probes, res.Elapsed.Round(time.Millisecond), res.Config.Jobs, len(files), out)
+			bench.Summary(w, res)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file")
+	fl.StringVar(&models, "models", "", "comma-separated models (default "+strings.Join(bench.DefaultModels(), ",")+")")
+	fl.StringVar(&policies, "policies", "", "comma-separated memory policies (default: every registered one: "+strings.Join(bench.OrderPolicies(passes.Policies()), ",")+")")
+	fl.IntVarP(&cfg.Jobs, "jobs", "j", runtime.GOMAXPROCS(0), "searches to run at once")
+	fl.BoolVar(&cfg.Small, "small", false, "CI-sized: the zoo's small configurations on the device with memory sizes / 1024")
+	fl.StringVarP(&out, "output", "o", "docs/benchmarks", "output folder")
+	fl.Int64Var(&cfg.MaxBatch, "max-batch", 65536, "cap of the batch searches")
+	fl.Int64Var(&cfg.MaxWidth, "max-width", 0, "cap of the parameter-scale searches (0: what the zoo builds)")
+	fl.Int64Var(&cfg.ParamBatch, "param-batch", 16, "batch of the parameter-scale table")
+	fl.StringVar(&thresholds, "thresholds", "60,50", "throughput thresholds (percent of the unconstrained step) of Fig. 14a")
+	fl.Int64Var(&cfg.SweepMin, "sweep-min", 16, "smallest batch of the throughput sweep")
+	fl.IntVar(&cfg.SweepSteps, "sweep-steps", 2, "throughput-sweep batches per doubling")
+	fl.StringVar(&cfg.Optimizer, "optimizer", "sgd", "optimizer of the training step: sgd, momentum, adam")
+	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// benchCommand is the command line as given, flags in a canonical order
+// (what the README records).
+func benchCommand(cmd *cobra.Command) string {
+	parts := []string{"tsplitc", "bench"}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == "quiet" {
+			return
+		}
+		name := "--" + f.Name
+		if f.Shorthand != "" {
+			name = "-" + f.Shorthand
+		}
+		if f.Value.Type() == "bool" {
+			if f.Value.String() == "true" {
+				parts = append(parts, name)
+			} else {
+				parts = append(parts, name+"=false")
+			}
+			return
+		}
+		parts = append(parts, name, f.Value.String())
+	})
+	return strings.Join(parts, " ")
+}

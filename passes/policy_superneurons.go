@@ -1,0 +1,124 @@
+package passes
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tsplit/tsplit/ir"
+)
+
+// SuperNeurons (Wang et al., PPoPP'18) as TSPLIT §VI describes it: the
+// decision is by layer type. Convolution outputs are the checkpoints and
+// are swapped to the host (the Unified Tensor Pool offloads them); the
+// feature maps of cheap layers — pooling, batch normalization,
+// activations — are dropped after the forward pass and recomputed in the
+// backward pass from the nearest checkpoint (cost-aware recomputation);
+// other layers' feature maps (fully connected, element-wise joins) stay
+// resident. A swapped tensor is prefetched one checkpoint ahead: its
+// swap-in starts where the previous one in backward order is needed.
+// Decided once, in round 0.
+
+func init() {
+	RegisterPolicy("superneurons", superNeuronsPolicy)
+}
+
+// snSwapTypes are the checkpoint layers SuperNeurons swaps.
+var snSwapTypes = map[string]bool{"Conv": true}
+
+// snCheapTypes are the layers SuperNeurons recomputes: pooling,
+// normalization and activations.
+var snCheapTypes = map[string]bool{
+	"MaxPool": true, "AveragePool": true, "GlobalAveragePool": true, "GlobalMaxPool": true, "LpPool": true,
+	"BatchNormalization": true, "LRN": true,
+	"Relu": true, "LeakyRelu": true, "PRelu": true, "Elu": true, "Selu": true, "Celu": true, "Sigmoid": true,
+	"HardSigmoid": true, "Tanh": true, "Softplus": true, "Softsign": true, "Gelu": true, "HardSwish": true,
+	"Mish": true, "Clip": true, "ThresholdedRelu": true,
+}
+
+// snKeepTypes are never recomputed when a recomputation passes through
+// them (expensive layers other than the swapped convolutions).
+var snKeepTypes = map[string]bool{"Gemm": true, "MatMul": true, "ConvTranspose": true, "Einsum": true}
+
+// snClass says what SuperNeurons does with a crossing value, from the
+// type of the layer that produced its origin: Swap (a convolution
+// output), Recompute (a cheap layer), Reside.
+func snClass(f *fmaps, v *ir.Value) Option {
+	class := Reside
+	for _, o := range f.origins(v) {
+		if o.Def == nil || o.Def.Domain != "" {
+			return Reside
+		}
+		switch {
+		case snSwapTypes[o.Def.Type]:
+			if class == Reside {
+				class = Swap
+			}
+		case snCheapTypes[o.Def.Type]:
+			class = Recompute
+		default:
+			return Reside
+		}
+	}
+	return class
+}
+
+func superNeuronsPolicy(c *PolicyContext) (*Plan, error) {
+	if c.Round > 0 {
+		return nil, staticRound(c, "superneurons", "swaps every convolution output and recomputes pooling, normalization and activations")
+	}
+	f, err := newFmaps(c)
+	if err != nil {
+		return nil, fmt.Errorf("policy superneurons: %w", err)
+	}
+	var ts []evictTarget
+	for _, v := range f.crossing() {
+		switch snClass(f, v) {
+		case Swap:
+			if snSwapTypes[v.Def.Type] && v.Def.Phase == ir.Forward {
+				ts = append(ts, evictTarget{v, Swap})
+			} else {
+				// A hoisted derivative of a convolution output (e.g. the
+				// normalized input of the batch norm that follows):
+				// recomputed from the swapped convolution output.
+				ts = append(ts, evictTarget{v, Recompute})
+			}
+		case Recompute:
+			ts = append(ts, evictTarget{v, Recompute})
+		}
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("policy superneurons: the model has no convolution, pooling, normalization or activation feature maps to swap or recompute")
+	}
+	e := &evictor{f: f, at: max(c.Mem.PeakAt, 0),
+		restore: func(w *ir.Value) (Option, bool) {
+			if w.Def == nil || w.Def.Domain != "" {
+				return Reside, false
+			}
+			switch {
+			case snSwapTypes[w.Def.Type]:
+				return Swap, true
+			case snKeepTypes[w.Def.Type]:
+				return Reside, false
+			}
+			return Recompute, true
+		}}
+	ds := e.plan(ts)
+	// Prefetch one checkpoint ahead: a swap-in starts where the previous
+	// swapped tensor (in backward order) is needed.
+	var swaps []*Decision
+	for _, d := range ds {
+		if d.Option == Swap {
+			swaps = append(swaps, d)
+		}
+	}
+	sort.SliceStable(swaps, func(i, j int) bool { return swaps[i].Before < swaps[j].Before })
+	prev := -1
+	for _, d := range swaps {
+		if prev >= 0 {
+			d.Trigger = min(max(prev, d.After+2), d.Before)
+			d.DeltaT = e.swapCost(d.Value, d.After, d.Trigger, d.Before)
+		}
+		prev = d.Before
+	}
+	return &Plan{Budget: c.Budget, Decisions: ds}, nil
+}

@@ -180,6 +180,7 @@ func (b *builder) build() (*ir.Model, error) {
 	if len(g.Outputs) == 0 {
 		return nil, b.fail("", "graph has no outputs")
 	}
+	markParams(m)
 	return m, nil
 }
 
@@ -581,4 +582,21 @@ func deduceAttrType(ap *onnxpb.AttributeProto) ir.AttrType {
 		return ir.AttrStrings
 	}
 	return ir.AttrUndefined
+}
+
+// markParams flags the parameters a model declares: graph inputs listed
+// under ir.ParamInputsKey, and the parameters of a training step.
+func markParams(m *ir.Model) {
+	var names []string
+	if s := m.Meta[ir.ParamInputsKey]; s != "" {
+		names = strings.Split(s, ",")
+	}
+	if ti, err := ReadTrainingInfo(m); err == nil && ti != nil {
+		names = append(names, ti.Params...)
+	}
+	for _, n := range names {
+		if v := m.Graph.Lookup(n); v != nil && v.Kind != ir.KindOp {
+			v.Param = true
+		}
+	}
 }

@@ -148,6 +148,7 @@ func BuildTrainingStep(m *ir.Model, opts TrainOptions) (*TrainingInfo, error) {
 	keep := opts.KeepGrads || ti.Optimizer == "none"
 	ub := autodiff.NewBuilder(m, ir.Update, "update/")
 	for i, p := range params {
+		p.Param = true
 		ti.Params = append(ti.Params, p.Name)
 		if grads[i] == nil {
 			return nil, fmt.Errorf("parameter %q does not affect the loss", p.Name)

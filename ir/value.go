@@ -54,6 +54,11 @@ type Value struct {
 	// materialised (big weights are decoded only when needed).
 	Load func() (*Tensor, error)
 
+	// Param marks a trainable parameter (a weight the model keeps across
+	// steps). The memory model keeps parameters resident for the whole
+	// step, like initializers, even when they are graph inputs.
+	Param bool
+
 	// Src carries the serialized initializer as read, for lossless
 	// writing. Owned by the frontend and the writer.
 	Src any

@@ -5,7 +5,8 @@
 // here, so a plan's predicted peak is the runtime's measured peak.
 //
 // Rules (positions are indices into the op order):
-//   - weights (initializers) are resident for the whole step;
+//   - weights (initializers, and graph inputs marked Param) are resident
+//     for the whole step;
 //   - graph inputs are resident from the start until their last use;
 //   - an op output is allocated just before its op runs and freed after
 //     its last reader; unread outputs are freed right after their op;

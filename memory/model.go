@@ -152,6 +152,11 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
+		if v.Param {
+			// A parameter fed as an input is a weight: resident all step.
+			add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: n})
+			continue
+		}
 		end := lastUse(v)
 		if isOutput[v.ID] || end < 0 {
 			end = max(end, 0)

@@ -49,6 +49,9 @@ var ControlEdges = &Pass{
 			for _, u := range op.Output(0).Uses() {
 				first = min(first, pos[u.Op.ID])
 			}
+			if first < len(g.Order()) && tl.End[at] <= tl.Start[first] {
+				continue // already hidden: no stall to remove
+			}
 			for k := at + 1; k < first; k++ {
 				cover += tl.End[k] - tl.Start[k]
 			}

@@ -12,4 +12,8 @@ type Options struct {
 	Policy string
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
+	// PolicyParams are named parameters of the policy, as text (tflms:
+	// n_tensors, lb, ub, ctrld_strategy, fuse_swapins). A policy rejects
+	// names it does not know.
+	PolicyParams map[string]string
 }

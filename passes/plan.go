@@ -72,6 +72,11 @@ type Planner struct {
 	uses    [][]int // use positions of each value, sorted
 	saved   []int64 // ΔM(S)_i: bytes the decisions free at each position
 	decided []bool  // by ValueID
+	// byStart, active, next and activeAt keep the active set of liveAt.
+	byStart  []int
+	active   []int
+	next     int
+	activeAt int
 	// splitDone marks ops already split in this round.
 	splitDone map[ir.OpID]bool
 	// pinned marks inputs of recomputed producers: evicting them would
@@ -104,6 +109,7 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, pinned: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
+	pl.activeAt = -1
 	for i := range pl.opTime {
 		pl.opTime[i] = tl.End[i] - tl.Start[i]
 	}
@@ -243,7 +249,7 @@ func (pl *Planner) best(i int) *candidate {
 func (pl *Planner) candidates(i int) []candidate {
 	var out []candidate
 	op := pl.Mem.Order[i]
-	for idx := range pl.Mem.Intervals {
+	for _, idx := range pl.liveAt(i) {
 		iv := &pl.Mem.Intervals[idx]
 		v := iv.Value
 		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] || pl.pinned[v.ID] {
@@ -276,6 +282,39 @@ func (pl *Planner) candidates(i int) []candidate {
 		}
 	}
 	return out
+}
+
+// liveAt returns the evictable intervals (activations and graph inputs)
+// live across position i. Positions are visited in increasing order, so
+// it keeps an active set: intervals enter when the walk passes their
+// start and leave once it passes their end.
+func (pl *Planner) liveAt(i int) []int {
+	if pl.byStart == nil {
+		for idx := range pl.Mem.Intervals {
+			iv := &pl.Mem.Intervals[idx]
+			if iv.Value != nil && (iv.Kind == memory.Activation || iv.Kind == memory.Input) {
+				pl.byStart = append(pl.byStart, idx)
+			}
+		}
+		sort.SliceStable(pl.byStart, func(a, b int) bool {
+			return pl.Mem.Intervals[pl.byStart[a]].Start < pl.Mem.Intervals[pl.byStart[b]].Start
+		})
+	}
+	if i != pl.activeAt {
+		for pl.next < len(pl.byStart) && pl.Mem.Intervals[pl.byStart[pl.next]].Start < i {
+			pl.active = append(pl.active, pl.byStart[pl.next])
+			pl.next++
+		}
+		kept := pl.active[:0]
+		for _, idx := range pl.active {
+			if pl.Mem.Intervals[idx].End > i {
+				kept = append(kept, idx)
+			}
+		}
+		pl.active = kept
+		pl.activeAt = i
+	}
+	return pl.active
 }
 
 func reads(op *ir.Op, v *ir.Value) bool {

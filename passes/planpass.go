@@ -124,6 +124,7 @@ var PlanMemory = &Pass{
 		// what fragmentation costs when the static layout of a fitting
 		// plan still needs a bigger pool.
 		target := budget
+		fragRounds := 0
 		for round := 0; ; round++ {
 			if mem.Peak <= target {
 				l := mem.MakeLayout()
@@ -131,7 +132,14 @@ var PlanMemory = &Pass{
 					s.layout = l
 					break
 				}
-				target -= l.Pool - budget + memory.Alignment
+				// Aim below by the overshoot, and a little more each time
+				// so that this converges in a few rounds.
+				over := l.Pool - budget
+				target -= over + over/2 + memory.Alignment
+				fragRounds++
+				if fragRounds > maxRounds {
+					return nil, fmt.Errorf("the static layout of every plan found needs a pool over the budget of %d bytes (fragmentation)", budget)
+				}
 				continue
 			}
 			if round == maxRounds {

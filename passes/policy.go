@@ -95,8 +95,11 @@ func (s *State) splitChoices() func(op *ir.Op) []SplitChoice {
 	if s.splitFn != nil {
 		return s.splitFn
 	}
-	ft := AnalyzeFT(s.Model)
+	var ft *FTResult // computed on first use: most rounds never split
 	return func(op *ir.Op) []SplitChoice {
+		if ft == nil {
+			ft = AnalyzeFT(s.Model)
+		}
 		var out []SplitChoice
 		for _, d := range ft.Of(op) {
 			if d.Simple() && !d.Random && d.OutDim >= 0 {

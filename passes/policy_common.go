@@ -23,8 +23,8 @@ import (
 // for a weight gradient, a ReLU mask, BatchNormalization's normalized
 // input — to right after its inputs, so it is their outputs that stay
 // live until the backward pass. A crossing value is an activation
-// defined at or before the turn (the last forward compute op) and read
-// after it; its origins are the forward values (or graph inputs) it is
+// defined at or before the turn (just before the gradient seed, where
+// the backward pass proper starts) and read after it; its origins are the forward values (or graph inputs) it is
 // derived from through such hoisted ops. The baselines select crossing
 // values by the layers of their origins (vDNN-conv: the origin is a
 // convolution's input, SuperNeurons: the origin's producer type).
@@ -35,7 +35,9 @@ type fmaps struct {
 	order []*ir.Op
 	pos   []int // by OpID
 	n     int
-	// turn is the position of the last forward compute op.
+	// turn is the last position before the backward pass proper: just
+	// before the gradient seed (the last forward compute op when the
+	// graph has none).
 	turn   int
 	uses   [][]int // use positions by ValueID, sorted
 	origin map[ir.ValueID][]*ir.Value
@@ -44,9 +46,10 @@ type fmaps struct {
 func newFmaps(c *PolicyContext) (*fmaps, error) {
 	f := &fmaps{c: c, order: c.Mem.Order, pos: c.G.Position(), n: len(c.Mem.Order), turn: -1,
 		uses: make([][]int, c.G.NumValueIDs()), origin: map[ir.ValueID][]*ir.Value{}}
+	lastFwd := -1
 	for i, op := range f.order {
 		if op.Phase == ir.Forward && ir.CopyOf(op) == ir.NoCopy {
-			f.turn = i
+			lastFwd = i
 		}
 		for _, v := range op.Inputs() {
 			if v != nil {
@@ -57,10 +60,35 @@ func newFmaps(c *PolicyContext) (*fmaps, error) {
 	for id := range f.uses {
 		sort.Ints(f.uses[id])
 	}
-	if f.turn < 0 {
+	if lastFwd < 0 {
 		return nil, fmt.Errorf("the graph has no forward ops: it is not a training step")
 	}
+	f.turn = lastFwd
+	if s := gradientStart(f.order); s > 0 {
+		f.turn = s - 1
+	}
 	return f, nil
+}
+
+// gradientStart is the position of the gradient seed d loss = 1 (a
+// backward ConstantOfShape of a non-zero value, placed just before its
+// first reader): the backward pass proper starts there. Backward ops
+// before it read only forward values: they are precomputations the
+// schedule hoisted. -1 when the graph has no seed.
+func gradientStart(order []*ir.Op) int {
+	for i, op := range order {
+		if op.Phase != ir.Backward || op.Domain != "" || op.Type != "ConstantOfShape" {
+			continue
+		}
+		if a := op.Attr("value"); a != nil && a.Tensor != nil {
+			for _, x := range a.Tensor.Float64s() {
+				if x != 0 {
+					return i
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // interval returns v's device interval (nil: none, e.g. a host value).

@@ -181,3 +181,118 @@ func TestScratch5(t *testing.T) {
 		fmt.Println(name, "turn", f.turn, "crossing", cnt, tot, "peak", mem.Peak, mem.PeakAt)
 	}
 }
+
+func TestScratch6(t *testing.T) {
+	for _, name := range []string{"resnet50", "vgg16"} {
+		for _, pol := range []string{"vdnn-conv", "vdnn-all", "checkpoint", "superneurons"} {
+			m := scratchModel(t, name, 32)
+			s := NewState(m, &Options{})
+			s.Run(Schedule)
+			mem, _ := memory.Analyze(m.Graph, memory.Options{})
+			p := profileOf(s)
+			tl := Simulate(m.Graph, mem, p)
+			f, _ := LookupPolicy(pol)
+			plan, err := f(&PolicyContext{State: s, G: m.Graph, Mem: mem, TL: tl, Prof: p, Budget: mem.Peak - 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nsw, nrc, nz := 0, 0, 0
+			for _, d := range plan.Decisions {
+				if d.Option == Swap {
+					nsw++
+				} else {
+					nrc++
+				}
+				if d.DeltaM == 0 {
+					nz++
+				}
+			}
+			if err := InsertSwapRecompute(m, plan); err != nil {
+				t.Fatal(pol, err)
+			}
+			if err := ir.Verify(m); err != nil {
+				t.Fatal(pol, err)
+			}
+			mem2, _ := memory.Analyze(m.Graph, memory.Options{})
+			tl2 := Simulate(m.Graph, mem2, p)
+			l := mem2.MakeLayout()
+			fmt.Println(name, pol, "base", mem.Peak, "->", mem2.Peak, "pool", l.Pool, "swaps", nsw, "rec", nrc, "transitive", nz, "time", tl.StepTime*1e3, "->", tl2.StepTime*1e3, "at", mem2.Order[mem2.PeakAt].Describe())
+		}
+	}
+}
+
+func TestScratch7(t *testing.T) {
+	m := scratchModel(t, "vgg16", 32)
+	s := NewState(m, &Options{})
+	s.Run(Schedule)
+	mem, _ := memory.Analyze(m.Graph, memory.Options{})
+	i := mem.PeakAt
+	fmt.Println("peak at", i, mem.Order[i].Describe(), mem.Live[i])
+	for _, iv := range mem.Intervals {
+		if iv.Start <= i && iv.End >= i && iv.Bytes > 20000 {
+			name := ""
+			if iv.Value != nil {
+				name = iv.Value.Name
+			}
+			fmt.Println("  ", iv.Kind, name, iv.Bytes, iv.Start, iv.End)
+		}
+	}
+	for j := 0; j < len(mem.Order); j += 1 {
+		fmt.Printf("%d:%s:%d ", j, mem.Order[j].Type, mem.Live[j]/1000)
+	}
+	fmt.Println()
+}
+
+func TestScratch8(t *testing.T) {
+	for _, name := range []string{"resnet50", "vgg16"} {
+		m0 := scratchModel(t, name, 32)
+		s0 := NewState(m0, &Options{})
+		s0.Run(Schedule)
+		mem, _ := memory.Analyze(m0.Graph, memory.Options{})
+		for _, pol := range []string{"vdnn-conv", "vdnn-all", "checkpoint", "superneurons", "capuchin", "modnn", "tflms"} {
+			for _, frac := range []float64{0.9, 0.8, 0.7, 0.6, 0.5, 0.4} {
+				m := scratchModel(t, name, 32)
+				budget := int64(float64(mem.Peak) * frac)
+				s := NewState(m, &Options{Budget: budget, Policy: pol})
+				t0 := time.Now()
+				err := s.Run(Pipeline...)
+				el := time.Since(t0)
+				if err != nil {
+					fmt.Println(name, pol, frac, "ERR", el, err)
+					break
+				}
+				r := s.Report
+				fmt.Println(name, pol, frac, budget, "peak", r.Peak, "pool", r.Pool, "swap", r.Swapped, "rec", r.Recomputed, "rounds", r.Rounds, "time", r.BaseTime*1e3, r.Time*1e3, el)
+			}
+		}
+	}
+}
+
+func TestScratch9(t *testing.T) {
+	m := scratchModel(t, "vgg16", 32)
+	s := NewState(m, &Options{})
+	s.Run(Schedule)
+	mem, _ := memory.Analyze(m.Graph, memory.Options{})
+	p := profileOf(s)
+	tl := Simulate(m.Graph, mem, p)
+	f, _ := LookupPolicy("vdnn-all")
+	plan, _ := f(&PolicyContext{State: s, G: m.Graph, Mem: mem, TL: tl, Prof: p, Budget: mem.Peak - 1})
+	InsertSwapRecompute(m, plan)
+	mem, _ = memory.Analyze(m.Graph, memory.Options{})
+	i := mem.PeakAt
+	fmt.Println("peak at", i, mem.Order[i].Describe(), mem.Live[i])
+	var tot = map[memory.Kind]int64{}
+	for _, iv := range mem.Intervals {
+		if iv.Start <= i && iv.End >= i {
+			tot[iv.Kind] += iv.Bytes
+			if iv.Bytes > 100000 {
+				name := ""
+				if iv.Value != nil {
+					name = iv.Value.Name
+				}
+				fmt.Println("  ", iv.Kind, name, iv.Bytes, iv.Start, iv.End)
+			}
+		}
+	}
+	fmt.Println(tot)
+}

@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"sort"
+
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/profile"
@@ -116,8 +118,9 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 }
 
 // occupancy fills OutOcc and InOcc: for each compute op, the share of
-// its interval covered by transfers on each link (intervals on one link
-// never overlap, so the covered lengths add up).
+// its interval covered by transfers on each link. Transfers on one link
+// never overlap and start in order, so covered time is a difference of
+// a prefix sum found by binary search.
 func occupancy(tl *Timeline) {
 	var outs, ins [][2]float64
 	for i, st := range tl.Stream {
@@ -128,16 +131,7 @@ func occupancy(tl *Timeline) {
 			ins = append(ins, [2]float64{tl.Start[i], tl.End[i]})
 		}
 	}
-	cover := func(busy [][2]float64, a, b float64) float64 {
-		var c float64
-		for _, iv := range busy {
-			lo, hi := max(a, iv[0]), min(b, iv[1])
-			if hi > lo {
-				c += hi - lo
-			}
-		}
-		return c
-	}
+	outBusy, inBusy := busyBefore(outs), busyBefore(ins)
 	for i, st := range tl.Stream {
 		if st != StreamCompute {
 			continue
@@ -146,7 +140,25 @@ func occupancy(tl *Timeline) {
 		if d <= 0 {
 			continue
 		}
-		tl.OutOcc[i] = min(1, cover(outs, tl.Start[i], tl.End[i])/d)
-		tl.InOcc[i] = min(1, cover(ins, tl.Start[i], tl.End[i])/d)
+		tl.OutOcc[i] = min(1, (outBusy(tl.End[i])-outBusy(tl.Start[i]))/d)
+		tl.InOcc[i] = min(1, (inBusy(tl.End[i])-inBusy(tl.Start[i]))/d)
+	}
+}
+
+// busyBefore returns B(t), the link's busy time before t, for disjoint
+// intervals sorted by start.
+func busyBefore(iv [][2]float64) func(t float64) float64 {
+	prefix := make([]float64, len(iv)+1)
+	for k, x := range iv {
+		prefix[k+1] = prefix[k] + (x[1] - x[0])
+	}
+	return func(t float64) float64 {
+		// Intervals starting before t.
+		k := sort.Search(len(iv), func(j int) bool { return iv[j][0] >= t })
+		if k == 0 {
+			return 0
+		}
+		last := iv[k-1]
+		return prefix[k-1] + min(t, last[1]) - last[0]
 	}
 }

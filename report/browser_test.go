@@ -24,10 +24,17 @@ var writeScreenshot = flag.Bool("write-screenshot", false, "plan BERT-large (seq
 // installs Debian's chromium there.
 const chromiumPath = "/usr/bin/chromium"
 
+// chromium returns the browser, or skips the test when there is none;
+// with TSPLIT_REQUIRE_ORACLES set (make test, CI) a missing browser is
+// an error, as a missing oracle is (internal/oracle).
 func chromium(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("skipping: no headless browser at %s (scripts/install-deps.sh installs Debian's chromium)", chromiumPath)
+		msg := "no headless browser at " + chromiumPath + "; scripts/install-deps.sh (make deps) installs Debian's chromium"
+		if os.Getenv("TSPLIT_REQUIRE_ORACLES") != "" {
+			t.Fatal(msg + " (TSPLIT_REQUIRE_ORACLES is set, so this is an error)")
+		}
+		t.Skip("skipping: " + msg)
 	}
 	return chromiumPath
 }

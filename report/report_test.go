@@ -154,6 +154,15 @@ func TestGoldenSVG(t *testing.T) {
 	checkXML(t, got)
 }
 
+// The synthetic report's SVG does not depend on the planner:
+// it changes only when the rendering does.
+func TestGoldenSynthetic(t *testing.T) {
+	r := synthetic(300)
+	svg := render(t, SVG, r)
+	checkXML(t, svg)
+	golden(t, "synthetic.svg", svg)
+}
+
 // Planning and rendering twice gives the same bytes.
 func TestDeterministic(t *testing.T) {
 	a := render(t, HTML, smallReport(t))

@@ -1,0 +1,265 @@
+package passes
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/ir"
+	. "github.com/tsplit/tsplit/ir/irtest"
+	"github.com/tsplit/tsplit/memory"
+)
+
+// -update rewrites the golden files of this package. The flag is
+// registered in init, after every package-level variable, so another
+// test file of the package may define it as a variable instead
+// (`var update = flag.Bool("update", ...)`) without a clash.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func goldenUpdate() bool {
+	f := flag.Lookup("update")
+	if f == nil {
+		return false
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	b, _ := g.Get().(bool)
+	return b
+}
+
+// goldenCase is a small training graph planned into ratio × its
+// depth-first peak.
+type goldenCase struct {
+	name   string
+	ratio  float64 // budget = peak after Schedule × ratio
+	noSwap bool    // Options.NoSwap: recomputation only
+	build  func(t *testing.T) *ir.Model
+}
+
+func goldenFloats(n int64, seed float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64((int64(i)*7919+int64(seed*1000))%201-100) / 1000
+	}
+	return out
+}
+
+func goldenWeight(b *B, name string, dims ...int64) *ir.Value {
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	return b.Init(name, ir.TensorFromFloat64s(ir.Float, ir.Shape(dims), goldenFloats(n, float64(len(name)))))
+}
+
+func goldenTrain(t *testing.T, m *ir.Model) *ir.Model {
+	t.Helper()
+	if m.Meta == nil {
+		// BuildTrainingStep writes its metadata into m.Meta and panics
+		// on a nil map (irtest models have none).
+		m.Meta = map[string]string{}
+	}
+	if _, err := compiler.BuildTrainingStep(m, compiler.TrainOptions{Optimizer: "sgd"}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var goldenCases = []goldenCase{
+	// A three-layer perceptron: a chain, activations larger than weights.
+	{name: "mlp", ratio: 0.7, build: func(t *testing.T) *ir.Model {
+		b := New(t)
+		x := b.Input("x", ir.Float, 256, 32)
+		h := b.Op("Relu", V(b.Op("Add", V(b.Op("MatMul", V(x, goldenWeight(b, "fc1.weight", 32, 64))), goldenWeight(b, "fc1.bias", 64)))))
+		h = b.Op("Relu", V(b.Op("Add", V(b.Op("MatMul", V(h, goldenWeight(b, "fc2.weight", 64, 64))), goldenWeight(b, "fc2.bias", 64)))))
+		y := b.Op("MatMul", V(h, goldenWeight(b, "fc3.weight", 64, 10)))
+		return goldenTrain(t, b.Return(y))
+	}},
+	// Two branches joined: the depth-first order runs one branch to its
+	// end before the other starts.
+	{name: "branches", ratio: 0.75, build: func(t *testing.T) *ir.Model {
+		b := New(t)
+		x := b.Input("x", ir.Float, 128, 64)
+		a := b.Op("Relu", V(b.Op("MatMul", V(x, goldenWeight(b, "in.weight", 64, 64)))))
+		l := b.Op("Tanh", V(b.Op("MatMul", V(a, goldenWeight(b, "left.weight", 64, 64)))))
+		r := b.Op("Sigmoid", V(b.Op("MatMul", V(a, goldenWeight(b, "right.weight", 64, 64)))))
+		j := b.Op("Mul", V(l, r))
+		y := b.Op("MatMul", V(j, goldenWeight(b, "out.weight", 64, 10)))
+		return goldenTrain(t, b.Return(y))
+	}},
+	// A gated unit, recomputation only: both factors of the product are
+	// read again by its gradient, and their producers read only the
+	// graph input and weights, so they can be recomputed.
+	{name: "gated-recompute", ratio: 0.9, noSwap: true, build: func(t *testing.T) *ir.Model {
+		b := New(t)
+		x := b.Input("x", ir.Float, 256, 32)
+		p := b.Op("MatMul", V(x, goldenWeight(b, "value.weight", 32, 64)))
+		q := b.Op("Sigmoid", V(b.Op("MatMul", V(x, goldenWeight(b, "gate.weight", 32, 64)))))
+		h := b.Op("Relu", V(b.Op("Mul", V(p, q))))
+		y := b.Op("MatMul", V(h, goldenWeight(b, "out.weight", 64, 10)))
+		return goldenTrain(t, b.Return(y))
+	}},
+	// A small CNN: Conv, BatchNormalization (training mode), Relu,
+	// MaxPool, Flatten, Gemm.
+	{name: "convnet", ratio: 0.95, build: func(t *testing.T) *ir.Model {
+		b := New(t)
+		x := b.Input("x", ir.Float, 8, 3, 16, 16)
+		c := b.Op("Conv", V(x, goldenWeight(b, "conv.weight", 8, 3, 3, 3), goldenWeight(b, "conv.bias", 8)), Ints("pads", 1, 1, 1, 1))
+		bn := b.OpN("BatchNormalization", 3, V(c, goldenWeight(b, "bn.weight", 8), goldenWeight(b, "bn.bias", 8),
+			b.Init("bn.running_mean", ir.TensorFromFloat64s(ir.Float, ir.Shape{8}, make([]float64, 8))),
+			b.Init("bn.running_var", ir.TensorFromFloat64s(ir.Float, ir.Shape{8}, []float64{1, 1, 1, 1, 1, 1, 1, 1}))), Int("training_mode", 1))
+		r := b.Op("Relu", V(bn[0]))
+		p := b.Op("MaxPool", V(r), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2))
+		f := b.Op("Flatten", V(p))
+		y := b.Op("Gemm", V(f, goldenWeight(b, "fc.weight", 10, 512), goldenWeight(b, "fc.bias", 10)), Int("transB", 1))
+		return goldenTrain(t, b.Return(y))
+	}},
+	// The CI-sized BERT encoder of testdata/onnx (weights as inputs) at
+	// batch 4.
+	{name: "bert-base-small", ratio: 0.65, build: func(t *testing.T) *ir.Model {
+		m, err := compiler.Import(filepath.Join("..", "testdata", "onnx", "bert-base-small.onnx"), compiler.Options{Batch: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return goldenTrain(t, m)
+	}},
+}
+
+// goldenBudget is the case's budget: ratio × its peak after Schedule.
+func goldenBudget(t *testing.T, c goldenCase) int64 {
+	t.Helper()
+	m := c.build(t)
+	if err := NewState(m, nil).Run(Schedule); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(float64(mem.Peak) * c.ratio)
+}
+
+// TestGoldenPasses runs the pipeline on each case up to and including
+// each pass, with ir.Verify before the first pass and after every pass,
+// and compares the IR dump after the pass (with the plan's report once
+// there is one, its decisions after plan, and the static layout after
+// layout) with
+// testdata/passes/PASS/CASE.golden. Regenerate with
+// `go test ./passes -run TestGoldenPasses -update` and review the diff.
+func TestGoldenPasses(t *testing.T) {
+	for _, c := range goldenCases {
+		budget := goldenBudget(t, c)
+		for k, p := range Pipeline {
+			t.Run(p.Name+"/"+c.name, func(t *testing.T) {
+				m := c.build(t)
+				if err := ir.Verify(m); err != nil {
+					t.Fatalf("before %s: %v", Pipeline[0].Name, err)
+				}
+				s := NewState(m, &Options{Budget: budget, NoSwap: c.noSwap})
+				s.Check = true // ir.Verify after every pass
+				for _, q := range Pipeline[:k+1] {
+					if err := s.Run(q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var buf bytes.Buffer
+				fmt.Fprintf(&buf, "# case %s after pass %s (budget %d bytes = %.2f × the depth-first peak)\n", c.name, p.Name, budget, c.ratio)
+				if err := ir.Dump(&buf, m.Graph); err != nil {
+					t.Fatal(err)
+				}
+				if s.Report != nil {
+					goldenReport(&buf, s.Report, p == PlanMemory)
+				}
+				if p == Layout {
+					goldenLayout(t, &buf, m)
+				}
+				goldenCompare(t, filepath.Join("..", "testdata", "passes", p.Name, c.name+".golden"), buf.Bytes())
+			})
+		}
+	}
+}
+
+// goldenReport writes the plan's report (no times: floating-point
+// results may differ in the last bits between architectures).
+func goldenReport(buf *bytes.Buffer, r *Report, decisions bool) {
+	fmt.Fprintf(buf, "# report: base peak %d, peak %d, %d swapped, %d recomputed, %d split, %d rounds\n", r.BasePeak, r.Peak, r.Swapped, r.Recomputed, r.Split, r.Rounds)
+	if !decisions {
+		return
+	}
+	for _, d := range r.Decisions {
+		fmt.Fprintf(buf, "# decision %s %q %d bytes (p_num %d, dim %d) at %s\n", d.Option, d.Tensor, d.Bytes, d.PNum, d.Dim, d.At)
+	}
+}
+
+func goldenLayout(t *testing.T, buf *bytes.Buffer, m *ir.Model) {
+	t.Helper()
+	l, err := memory.DecodeLayout(m.Meta[memory.LayoutKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Placement(l); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(buf, "# layout: pool %d bytes, peak %d\n", l.Pool, mem.Peak)
+	var lines []string
+	for _, iv := range mem.Intervals {
+		var off int64
+		if iv.Value != nil {
+			off = l.Values[iv.Value.Name]
+		} else {
+			off = l.Workspace[fmt.Sprint(iv.Start)]
+		}
+		lines = append(lines, fmt.Sprintf("# %10d +%-9d [%d,%d] %v %s", off, iv.Bytes, iv.Start, iv.End, iv.Kind, iv.Name()))
+	}
+	sort.Strings(lines)
+	buf.WriteString(strings.Join(lines, "\n") + "\n")
+}
+
+func goldenCompare(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if goldenUpdate() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./passes -run TestGoldenPasses -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Errorf("%s differs from the output first at line %d:\n got: %s\nwant: %s\n(run go test ./passes -run TestGoldenPasses -update and review the diff)", path, i+1, g, w)
+				break
+			}
+		}
+	}
+}

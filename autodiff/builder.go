@@ -38,13 +38,8 @@ func (b *Builder) Fail(format string, args ...any) {
 }
 
 func (b *Builder) fresh(what string) string {
-	for {
-		b.n++
-		name := fmt.Sprintf("%s%s_%d", b.Prefix, what, b.n)
-		if b.G.Lookup(name) == nil {
-			return name
-		}
-	}
+	b.n++
+	return b.G.FreshName(fmt.Sprintf("%s%s_%d", b.Prefix, what, b.n))
 }
 
 // Op emits a single-output op.

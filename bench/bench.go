@@ -236,7 +236,10 @@ func Run(cfg Config) (*Results, error) {
 		r.UnderX[t] = grid[Search](nm, len(cfg.ThresholdPolicies))
 	}
 
-	// Phase 1: every search is a job; the jobs of one model go together.
+	// Phase 1: the searches. One job per model and policy does the batch
+	// search, then the threshold searches, whose probes are mostly the
+	// batch search's (so they never wait on another job's probes);
+	// another does the width search.
 	var jobs []job
 	for i, m := range r.Models {
 		for j, pol := range r.Policies {
@@ -245,8 +248,33 @@ func Run(cfg Config) (*Results, error) {
 					p, err := pr.probe(m, b, 1, pol)
 					return p, err == nil && p.OK, err
 				})
+				if err != nil {
+					return err
+				}
 				r.SampleScale[i][j] = s
-				return err
+				tj := slices.Index(cfg.ThresholdPolicies, pol)
+				if tj < 0 {
+					return nil
+				}
+				for t, x := range cfg.Thresholds {
+					// A batch that qualifies fits, so the search stays below
+					// the batch search's maximum.
+					u := Search{Stop: s.Stop}
+					if s.Max > 0 {
+						u, err = maxPassing(s.Max, func(b int64) (*Probe, bool, error) {
+							p, err := pr.probe(m, b, 1, pol)
+							return p, err == nil && p.OK && meets(p, x), err
+						})
+						if err != nil {
+							return err
+						}
+						if u.Capped {
+							u.Capped, u.Stop = s.Capped, s.Stop
+						}
+					}
+					r.UnderX[t][i][tj] = u
+				}
+				return nil
 			}})
 			jobs = append(jobs, job{fmt.Sprintf("%s %s width", m.Name, pol), func() error {
 				s, err := maxPassing(cfg.widthLimit(), func(k int64) (*Probe, bool, error) {
@@ -256,18 +284,6 @@ func Run(cfg Config) (*Results, error) {
 				r.ParamScale[i][j] = s
 				return err
 			}})
-		}
-		for t, x := range cfg.Thresholds {
-			for j, pol := range cfg.ThresholdPolicies {
-				jobs = append(jobs, job{fmt.Sprintf("%s %s ≥%d%%", m.Name, pol, x), func() error {
-					s, err := maxPassing(cfg.MaxBatch, func(b int64) (*Probe, bool, error) {
-						p, err := pr.probe(m, b, 1, pol)
-						return p, err == nil && p.OK && meets(p, x), err
-					})
-					r.UnderX[t][i][j] = s
-					return err
-				}})
-			}
 		}
 	}
 	if err := runJobs(cfg, "searching", jobs, pr); err != nil {
@@ -335,14 +351,28 @@ type job struct {
 }
 
 // runJobs runs jobs on cfg.Jobs workers and returns the first error in
-// job order.
+// job order. The progress bar counts jobs and names the plans made.
 func runJobs(cfg Config, what string, jobs []job, pr *prober) error {
 	var bar *progressbar.ProgressBar
+	var mu sync.Mutex
+	last := "" // the last job finished
+	note := func(runs int, done string) {}
 	if cfg.Progress != nil {
 		bar = progressbar.NewOptions(len(jobs), progressbar.OptionSetWriter(cfg.Progress),
 			progressbar.OptionSetDescription(what), progressbar.OptionShowCount(), progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(cfg.Progress) }))
+		note = func(runs int, done string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if done != "" {
+				last = "; done " + done
+				bar.Add(1)
+			}
+			bar.Describe(fmt.Sprintf("%s: %d plans%s", what, runs, last))
+		}
+		pr.onDone = func(runs int) { note(runs, "") }
+		defer func() { pr.onDone = nil }()
 	}
 	errs := make([]error, len(jobs))
 	var next atomic.Int64
@@ -361,14 +391,14 @@ func runJobs(cfg Config, what string, jobs []job, pr *prober) error {
 					errs[k] = fmt.Errorf("bench: %s: %w", jobs[k].name, err)
 					failed.Store(true)
 				}
-				if bar != nil {
-					bar.Describe(fmt.Sprintf("%s (%d plans; done: %s)", what, pr.count(), jobs[k].name))
-					bar.Add(1)
-				}
+				note(pr.count(), jobs[k].name)
 			}
 		}()
 	}
 	wg.Wait()
+	if bar != nil && !failed.Load() {
+		bar.Finish()
+	}
 	for _, err := range errs {
 		if err != nil {
 			return err

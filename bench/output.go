@@ -458,4 +458,33 @@ func Summary(w io.Writer, r *Results) {
 	for _, v := range r.Violations() {
 		fmt.Fprintf(w, "tsplit beaten: %s, %s: %s reaches %d, tsplit %d\n", v.Table, v.Model, v.Policy, v.Value, v.Tsplit)
 	}
+	for _, a := range r.NonMonotone() {
+		fmt.Fprintf(w, "not monotone: %s, %s plans batch %d in the sweep, above its searched maximum %d\n", a.Model, a.Policy, a.Batch, a.Max)
+	}
+}
+
+// Above is a sweep point where a policy plans a batch larger than the
+// maximum its search found: the search assumes that fitting is monotone
+// in the batch, and this shows a planner for which it is not.
+type Above struct {
+	Model, Policy string
+	Batch, Max    int64
+}
+
+// NonMonotone lists the sweep points above a policy's searched maximum
+// that still fit.
+func (r *Results) NonMonotone() []Above {
+	var out []Above
+	for i, m := range r.Models {
+		sw := r.Sweep[i]
+		for j, pol := range r.Policies {
+			max := r.SampleScale[i][j].Max
+			for bi, b := range sw.Batches {
+				if p := sw.Probes[bi][j]; b > max && p != nil && p.OK {
+					out = append(out, Above{m.Name, pol, b, max})
+				}
+			}
+		}
+	}
+	return out
 }

@@ -65,6 +65,9 @@ type prober struct {
 	mu   sync.Mutex
 	memo map[probeKey]*probeEntry
 	runs int // probes actually planned
+	// onDone, when set, is called after each plan (from the planning
+	// goroutine); it is set between phases only.
+	onDone func(runs int)
 }
 
 func newProber(cfg *Config, prof *profile.Profile) *prober {
@@ -97,6 +100,9 @@ func (pr *prober) probe(m Model, batch, width int64, policy string) (*Probe, err
 	}
 	e.p, e.err = pr.plan(m, batch, width, policy)
 	close(e.done)
+	if pr.onDone != nil {
+		pr.onDone(pr.count())
+	}
 	return e.p, e.err
 }
 

@@ -89,6 +89,16 @@ func readme(r *Results) string {
 		w("tsplit reaches at least every other policy's maximum in both tables, on every model.\n\n")
 	}
 
+	if a := r.NonMonotone(); len(a) > 0 {
+		w("**Where fitting is not monotone in the batch.** The searches assume that a policy that plans a batch plans every " +
+			"smaller one. The sweep found these batches planned above the searched maximum, so for these policies the tables give " +
+			"the first boundary the search met, not necessarily the largest batch that plans:\n\n")
+		for _, x := range a {
+			w("- %s, %s: batch %d plans, searched maximum %d.\n", x.Model, x.Policy, x.Batch, x.Max)
+		}
+		w("\n")
+	}
+
 	w("## Throughput against the batch — Fig. 12\n\n")
 	w("Samples per second of each policy's planned step (batch / predicted step time) for batches from %d up to the largest "+
 		"any policy plans, %d per doubling; the dashed line is the unconstrained step (every tensor resident, memory unlimited). "+

@@ -268,13 +268,7 @@ func renameOutput(b *autodiff.Builder, v *ir.Value, name string) *ir.Value {
 	return op.Output(0)
 }
 
-func freshName(g *ir.Graph, base string) string {
-	name := base
-	for i := 1; g.Lookup(name) != nil; i++ {
-		name = fmt.Sprintf("%s_%d", base, i)
-	}
-	return name
-}
+func freshName(g *ir.Graph, base string) string { return g.FreshName(base) }
 
 // addOptimizer emits the update of every parameter and returns the new
 // outputs (updated parameters, then optimizer state).

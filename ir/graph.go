@@ -24,11 +24,14 @@ type Graph struct {
 	ops    []*Op    // by ID; nil once removed
 	order  []*Op
 	byName map[string]*Value
+	// opNames counts ops by name, so passes can make unique node names
+	// (ONNX runtimes reject duplicates).
+	opNames map[string]int
 }
 
 // NewGraph returns an empty graph.
 func NewGraph(name string) *Graph {
-	return &Graph{Name: name, byName: map[string]*Value{}}
+	return &Graph{Name: name, byName: map[string]*Value{}, opNames: map[string]int{}}
 }
 
 // Model is a graph plus the model-level facts passes need.
@@ -161,6 +164,9 @@ func (g *Graph) insertOp(pos int, typ, domain, name string, inputs []*Value, out
 	}
 	op := &Op{ID: OpID(len(g.ops)), Type: typ, Domain: domain, Name: name, Attrs: attrs, g: g}
 	g.ops = append(g.ops, op)
+	if name != "" {
+		g.opNames[name]++
+	}
 	op.inputs = make([]*Value, len(inputs))
 	for i, v := range inputs {
 		op.SetInput(i, v)
@@ -204,6 +210,9 @@ func (g *Graph) RemoveOp(op *Op) error {
 	}
 	g.order = slices.DeleteFunc(g.order, func(o *Op) bool { return o == op })
 	g.ops[op.ID] = nil
+	if op.Name != "" {
+		g.opNames[op.Name]--
+	}
 	op.removed = true
 	return nil
 }
@@ -275,4 +284,14 @@ func (g *Graph) AddOutput(op *Op, i int, name string, opset int64) (*Value, erro
 		return nil, err
 	}
 	return v, nil
+}
+
+// FreshName returns base, or base_N, such that no value and no op of the
+// graph has that name.
+func (g *Graph) FreshName(base string) string {
+	name := base
+	for i := 1; g.byName[name] != nil || g.opNames[name] > 0; i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	return name
 }

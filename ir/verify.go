@@ -102,6 +102,11 @@ func Verify(m *Model) error {
 			bad("ir: %s is not in the order", op.Describe())
 		}
 	}
+	for name, n := range g.opNames {
+		if n > 1 {
+			bad("ir: %d ops are named %q (node names must be unique)", n, name)
+		}
+	}
 
 	for _, v := range g.values {
 		if v == nil {

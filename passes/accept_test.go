@@ -254,6 +254,29 @@ func accRunUnplanned(t testing.TB, m *ir.Model, in map[string][]byte) *executor.
 	return res
 }
 
+// accUniqueNames checks that the planned graph's ops have distinct
+// names, as an ONNX file must (ONNX Runtime refuses one that does not).
+func accUniqueNames(t *testing.T, m *ir.Model) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, op := range m.Graph.Order() {
+		if op.Name != "" {
+			seen[op.Name]++
+		}
+	}
+	dup := 0
+	for n, k := range seen {
+		if k > 1 {
+			if dup++; dup <= 3 {
+				t.Errorf("%d ops of the planned graph are named %q: not a valid ONNX graph", k, n)
+			}
+		}
+	}
+	if dup > 3 {
+		t.Errorf("%d op names are used more than once", dup)
+	}
+}
+
 func accCount(m *ir.Model, typ string) int {
 	n := 0
 	for _, op := range m.Graph.Order() {
@@ -264,7 +287,7 @@ func accCount(m *ir.Model, typ string) int {
 	return n
 }
 
-// accFirstError is the planner's error at the first ratio tried.
+// errAtTarget is the planner's error at the first ratio tried.
 func (p *accPlanned) errAtTarget() error { return p.errs[accTarget] }
 
 // accLog logs what planning a family did.
@@ -329,6 +352,7 @@ func TestPlannedZooFamiliesRunUnderBudget(t *testing.T) {
 			if err := ir.Verify(p.m); err != nil {
 				t.Fatal(err)
 			}
+			accUniqueNames(t, p.m)
 			if peak := accPeak(t, p.m); peak != r.Peak {
 				t.Errorf("Report.Peak %d, the memory model of the planned graph peaks at %d", r.Peak, peak)
 			}

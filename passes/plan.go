@@ -126,9 +126,11 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 	return pl
 }
 
-// LowerBound is the memory no swap/recompute plan can go below: the
-// resident weights plus the largest single op's inputs, outputs and
-// workspace (moDNN Eq. 2 in spirit).
+// LowerBound is the memory no plan of this planner goes below: the
+// resident weights plus, at the worst op, its inputs, outputs and
+// workspace and the graph outputs already computed (moDNN Eq. 2 in
+// spirit). Splitting can go lower for splittable ops, which this bound
+// does not credit.
 func (pl *Planner) LowerBound() int64 {
 	var worst int64
 	for i, op := range pl.Mem.Order {
@@ -147,6 +149,13 @@ func (pl *Planner) LowerBound() int64 {
 		}
 		if w := pl.Mem.WorkspaceAt[i]; w >= 0 {
 			b += pl.Mem.Intervals[w].Bytes
+		}
+		// Graph outputs already computed stay to the end of the step.
+		for idx := range pl.Mem.Intervals {
+			iv := &pl.Mem.Intervals[idx]
+			if iv.Kind == memory.Activation && iv.End >= pl.n && iv.Start < i && !seen[iv.Value.ID] {
+				b += iv.Bytes
+			}
 		}
 		worst = max(worst, b)
 	}
@@ -404,8 +413,8 @@ type splitCandidate struct {
 // split overhead, p micro-kernels against one (TSPLIT Fig. 5). The
 // smallest p that reaches the budget is taken.
 func (pl *Planner) bestSplit(i int) *splitCandidate {
-	if pl.SplitChoices == nil {
-		return nil
+	if pl.SplitChoices == nil || !pl.Allowed[Swap] {
+		return nil // splits stage their pieces on the host: they swap
 	}
 	op := pl.Mem.Order[i]
 	from := i

@@ -142,7 +142,7 @@ var PlanMemory = &Pass{
 				}
 				continue
 			}
-			if round == maxRounds {
+			if round >= maxRounds+fragRounds {
 				return nil, fmt.Errorf("after %d rounds the plan still peaks at %d bytes, over the target of %d (budget %d)", maxRounds, mem.Peak, target, budget)
 			}
 			policy, err := LookupPolicy(s.Opts.Policy)
@@ -152,6 +152,9 @@ var PlanMemory = &Pass{
 			plan, err := policy(&PolicyContext{State: s, G: g, Mem: mem, TL: tl, Prof: p, Budget: target, Round: round})
 			if err != nil {
 				if ie, ok := err.(*InfeasibleError); ok {
+					// Planning aimed below the budget to leave room for the
+					// layout's fragmentation: what stays live must fit with it.
+					ie.Need += budget - target
 					ie.Budget = budget
 				}
 				return nil, err

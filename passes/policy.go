@@ -40,6 +40,17 @@ func RegisterPolicy(name string, f PolicyFunc) {
 	policies[name] = f
 }
 
+// ownTriggers marks the policies whose swap-in triggers are part of the
+// algorithm (vDNN's layer-synchronous swap-ins, TFLMS's lb/ub control
+// ops, Capuchin's in-triggers, moDNN's Eq. 4, SuperNeurons' one-ahead
+// prefetch): a pass that re-places triggers (ControlEdges) should leave
+// their plans alone.
+var ownTriggers = map[string]bool{}
+
+// PolicyPlacesTriggers reports whether the named policy places its own
+// swap-in triggers.
+func PolicyPlacesTriggers(name string) bool { return ownTriggers[policyName(name)] }
+
 // Policies lists the registered policy names.
 func Policies() []string {
 	var out []string
@@ -78,6 +89,8 @@ func init() {
 	// tsplit-nosplit: Alg. 2 with swap and recompute only.
 	RegisterPolicy("tsplit-nosplit", func(c *PolicyContext) (*Plan, error) {
 		pl := NewPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
+		pl.Allowed[Swap] = !c.State.Opts.NoSwap
+		pl.Allowed[Recompute] = !c.State.Opts.NoRecompute
 		return pl.Run()
 	})
 	// base keeps every feature map (what TensorFlow and PyTorch do): it

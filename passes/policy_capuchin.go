@@ -44,6 +44,7 @@ import (
 
 func init() {
 	RegisterPolicy("capuchin", capuchinPolicy)
+	ownTriggers["capuchin"] = true
 }
 
 // capCand is one Capuchin candidate.
@@ -119,11 +120,20 @@ func (c *capuchin) candidates() []*capCand {
 			continue
 		}
 		p := f.c.Prof
-		ft := (f.c.TL.Start[q] - p.TransferTime(v.Bytes(), false)) - (f.c.TL.End[a] + p.TransferTime(v.Bytes(), true))
+		ft := (f.c.TL.Start[q] - p.TransferTime(v.Bytes(), false)) - (c.accessEnd(a) + p.TransferTime(v.Bytes(), true))
 		out = append(out, &capCand{v: v, a: a, q: q, size: f.bytes(v), ft: ft})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ft > out[j].ft })
 	return out
+}
+
+// accessEnd is when the access at position a ends (0 before the first
+// op: a graph input evicted before it is read).
+func (c *capuchin) accessEnd(a int) float64 {
+	if a < 0 {
+		return 0
+	}
+	return c.f.c.TL.End[a]
 }
 
 func (c *capuchin) over(k int) bool { return c.f.c.Mem.Live[k]-c.saved[k] > c.budget }
@@ -173,7 +183,7 @@ func (c *capuchin) evalSwap(cd *capCand) capSwap {
 	p := f.c.Prof
 	outT, inT := p.TransferTime(cd.v.Bytes(), true), p.TransferTime(cd.v.Bytes(), false)
 	var s capSwap
-	s.outStart = c.d2h.earliest(f.c.TL.End[cd.a], outT)
+	s.outStart = c.d2h.earliest(c.accessEnd(cd.a), outT)
 	s.outEnd = s.outStart + outT
 	ideal, ok := c.h2d.latest(s.outEnd, f.c.TL.Start[cd.q], inT)
 	if !ok {
@@ -311,17 +321,13 @@ func (c *capuchin) lineage(cd *capCand, isCand map[ir.ValueID]bool) *capRC {
 	return r
 }
 
-func capuchinPolicy(c *PolicyContext) (*Plan, error) {
-	f, err := newFmaps(c)
-	if err != nil {
-		return nil, fmt.Errorf("policy capuchin: %w", err)
-	}
-	cp := &capuchin{f: f, budget: c.Budget, saved: make([]int64, f.n), trig: map[ir.ValueID]int{}}
-	cands := cp.candidates()
+// selectEvictions is Alg. 1 with Alg. 2: the tensors to evict, in the
+// order chosen.
+func (cp *capuchin) selectEvictions() []evictTarget {
 	var targets []evictTarget
 	// Swap while the prefetch can be hidden, by decreasing FT.
 	var rest []*capCand
-	for _, cd := range cands {
+	for _, cd := range cp.candidates() {
 		if cp.fits() {
 			break
 		}
@@ -332,7 +338,7 @@ func capuchinPolicy(c *PolicyContext) (*Plan, error) {
 		}
 		rest = append(rest, cd)
 	}
-	// Alg. 1: the cheaper of the best swap and the best recomputation.
+	// Then the cheaper of the best swap and the best recomputation.
 	byID := map[ir.ValueID]*capCand{}
 	isCand := map[ir.ValueID]bool{}
 	for _, cd := range rest {
@@ -390,6 +396,24 @@ func capuchinPolicy(c *PolicyContext) (*Plan, error) {
 			}
 		}
 	}
+	return targets
+}
+
+func newCapuchin(c *PolicyContext) (*capuchin, error) {
+	f, err := newFmaps(c)
+	if err != nil {
+		return nil, fmt.Errorf("policy capuchin: %w", err)
+	}
+	return &capuchin{f: f, budget: c.Budget, saved: make([]int64, f.n), trig: map[ir.ValueID]int{}}, nil
+}
+
+func capuchinPolicy(c *PolicyContext) (*Plan, error) {
+	cp, err := newCapuchin(c)
+	if err != nil {
+		return nil, err
+	}
+	f := cp.f
+	targets := cp.selectEvictions()
 	if !cp.fits() {
 		k := 0
 		for ; k < f.n && !cp.over(k); k++ {

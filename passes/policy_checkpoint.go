@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/memory"
 )
 
 // Checkpoints (Chen et al. 2016, "Training deep nets with sublinear
@@ -90,21 +89,23 @@ func forwardCuts(order []*ir.Op, isFmap func(v *ir.Value) bool) (cuts []*ir.Valu
 	return cuts, at, n
 }
 
-// checkpointSegments picks the checkpoints: walking the cuts in order, a
-// cut becomes a checkpoint once its segment holds at least n/k forward
-// ops, k = round(√n).
+// checkpointSegments picks the checkpoints: k = round(√n) segments of
+// about n/k forward ops; the m-th boundary is the first cut whose
+// producer closes at least m·n/k ops (rounded), so there are at most k
+// segments, fewer when cuts are sparse.
 func checkpointSegments(cuts []*ir.Value, at []int, n int) []*ir.Value {
 	k := max(1, int(math.Round(math.Sqrt(float64(n)))))
 	seg := float64(n) / float64(k)
 	var out []*ir.Value
-	start := 0
+	m := 1
 	for i, v := range cuts {
-		if at[i] >= n-1 {
-			break // the last forward op's output ends the last segment
+		if m >= k || at[i] >= n-1 {
+			break
 		}
-		if float64(at[i]+1-start) >= seg-0.5 {
+		if float64(at[i]+1) >= float64(m)*seg-0.5 {
 			out = append(out, v)
-			start = at[i] + 1
+			for m++; m < k && float64(at[i]+1) >= float64(m)*seg-0.5; m++ {
+			}
 		}
 	}
 	return out
@@ -118,11 +119,7 @@ func checkpointPolicy(c *PolicyContext) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy checkpoint: %w", err)
 	}
-	isFmap := func(v *ir.Value) bool {
-		iv := f.interval(v)
-		return iv != nil && (iv.Kind == memory.Activation || iv.Kind == memory.Input)
-	}
-	cuts, at, n := forwardCuts(f.order, isFmap)
+	cuts, at, n := forwardCuts(f.order, f.evictable)
 	ckpt := map[ir.ValueID]bool{}
 	for _, v := range checkpointSegments(cuts, at, n) {
 		ckpt[v.ID] = true

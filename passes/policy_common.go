@@ -19,15 +19,18 @@ import (
 // tensors kept for the backward pass. In a scheduled training step the
 // tensor that crosses from the forward to the backward pass is often not
 // the forward tensor itself: the depth-first schedule (TSPLIT Alg. 1)
-// hoists every backward op that reads only forward values — Transpose(x)
+// places every backward op that reads only forward values — Transpose(x)
 // for a weight gradient, a ReLU mask, BatchNormalization's normalized
-// input — to right after its inputs, so it is their outputs that stay
-// live until the backward pass. A crossing value is an activation
-// defined at or before the turn (just before the gradient seed, where
-// the backward pass proper starts) and read after it; its origins are the forward values (or graph inputs) it is
-// derived from through such hoisted ops. The baselines select crossing
-// values by the layers of their origins (vDNN-conv: the origin is a
-// convolution's input, SuperNeurons: the origin's producer type).
+// input — as soon as its inputs exist, before the gradient seed, so it
+// is their outputs that stay live until the backward pass. The turn is
+// the last position before the backward pass proper (just before the
+// gradient seed d loss = 1). A crossing value is an activation or graph
+// input defined at or before the turn and read after it; its origins
+// are the forward values (or graph inputs) it derives from through such
+// hoisted ops. The baselines select crossing values by the layers of
+// their origins (vDNN-conv: the origin is a convolution's input;
+// SuperNeurons: the origin's producer type; TFLMS: the producer op).
+// Weights (and parameters fed as inputs) are never evicted.
 
 // fmaps is one round's view of the feature maps.
 type fmaps struct {
@@ -111,11 +114,6 @@ func (f *fmaps) bytes(v *ir.Value) int64 {
 	return memory.Align(v.Bytes())
 }
 
-func (f *fmaps) isActivation(v *ir.Value) bool {
-	iv := f.interval(v)
-	return iv != nil && iv.Kind == memory.Activation
-}
-
 // defPos is the position of v's producer (-1 for graph inputs and weights).
 func (f *fmaps) defPos(v *ir.Value) int {
 	if v.Def == nil {
@@ -124,10 +122,17 @@ func (f *fmaps) defPos(v *ir.Value) int {
 	return f.pos[v.Def.ID]
 }
 
-// crosses reports whether v is a crossing value: an activation defined
-// at or before the turn and read after it.
+// evictable reports whether v may be evicted: an activation or a graph
+// input, never a weight.
+func (f *fmaps) evictable(v *ir.Value) bool {
+	iv := f.interval(v)
+	return iv != nil && (iv.Kind == memory.Activation || iv.Kind == memory.Input)
+}
+
+// crosses reports whether v is a crossing value: an activation (or graph
+// input) defined at or before the turn and read after it.
 func (f *fmaps) crosses(v *ir.Value) bool {
-	if !f.isActivation(v) || f.defPos(v) > f.turn {
+	if !f.evictable(v) || f.defPos(v) > f.turn {
 		return false
 	}
 	u := f.uses[v.ID]
@@ -136,9 +141,14 @@ func (f *fmaps) crosses(v *ir.Value) bool {
 
 // crossing lists the crossing values with at least one origin (values
 // derived from weights alone, such as a transposed weight, are not
-// feature maps), by producer position.
+// feature maps): graph inputs first, then by producer position.
 func (f *fmaps) crossing() []*ir.Value {
 	var out []*ir.Value
+	for _, v := range f.c.G.Inputs {
+		if v.Kind == ir.KindInput && f.crosses(v) {
+			out = append(out, v)
+		}
+	}
 	for i, op := range f.order {
 		if i > f.turn {
 			break

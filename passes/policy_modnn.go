@@ -54,6 +54,7 @@ import (
 
 func init() {
 	RegisterPolicy("modnn", modnnPolicy)
+	ownTriggers["modnn"] = true
 }
 
 // ModnnTask is one task of Eq. 1, its memory split by how it scales with
@@ -277,7 +278,7 @@ func (m *modnn) offloadable(i int) []offloadCand {
 	for idx := range c.Mem.Intervals {
 		iv := &c.Mem.Intervals[idx]
 		v := iv.Value
-		if iv.Kind != memory.Activation || v == nil || iv.Start >= i || iv.End <= i || iv.End >= m.n || m.byVal[v.ID] != nil || reads(op, v) {
+		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= m.n || m.byVal[v.ID] != nil || reads(op, v) {
 			continue
 		}
 		a, q := iv.Start, -1
@@ -289,8 +290,8 @@ func (m *modnn) offloadable(i int) []offloadCand {
 				break
 			}
 		}
-		if q < 0 || a+2 > i {
-			continue
+		if q < 0 || a < 0 || a+2 > i {
+			continue // a graph input not read yet has not been "used since its generation"
 		}
 		// Not used since it was prefetched: keep it.
 		if a == iv.Start && v.Def != nil && ir.CopyOf(v.Def) == ir.ToDevice {
@@ -342,13 +343,13 @@ func (m *modnn) offload(i int, deficit int64, dry bool) (int64, float64) {
 		if freed >= deficit {
 			break
 		}
-		if dry {
-			freed += oc.size
-			delay = max(delay, oc.delay)
-			continue
-		}
 		trig := m.prefetchStart(i, oc.a, oc.q, m.restore[oc.q]+oc.size)
 		if trig <= i {
+			continue
+		}
+		freed += oc.size
+		delay = max(delay, oc.delay)
+		if dry {
 			continue
 		}
 		m.restore[oc.q] += oc.size
@@ -365,8 +366,6 @@ func (m *modnn) offload(i int, deficit int64, dry bool) (int64, float64) {
 		}
 		outT := m.c.Prof.TransferTime(oc.v.Bytes(), true)
 		m.d2h.reserve(oc.outStart, oc.outStart+outT)
-		freed += oc.size
-		delay = max(delay, oc.delay)
 	}
 	return freed, delay
 }

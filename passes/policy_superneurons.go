@@ -20,6 +20,7 @@ import (
 
 func init() {
 	RegisterPolicy("superneurons", superNeuronsPolicy)
+	ownTriggers["superneurons"] = true
 }
 
 // snSwapTypes are the checkpoint layers SuperNeurons swaps.

@@ -37,6 +37,7 @@ import (
 
 func init() {
 	RegisterPolicy("tflms", tflmsPolicy)
+	ownTriggers["tflms"] = true
 }
 
 // TFLMSParams are the TFLMS parameters of Table 2 this policy honours.
@@ -88,6 +89,8 @@ func ParseTFLMSParams(m map[string]string) (TFLMSParams, error) {
 type tflms struct {
 	f *fmaps
 	p TFLMSParams
+	// derived maps a forward value to the crossing values derived from it.
+	derived map[ir.ValueID][]*ir.Value
 }
 
 // tensors lists the crossing values in breadth-first order of their
@@ -95,12 +98,7 @@ type tflms struct {
 // (the forward op whose output it is or derives from).
 func (t *tflms) tensors() (vs []*ir.Value, src []*ir.Op) {
 	f := t.f
-	byOrigin := map[ir.ValueID][]*ir.Value{}
-	for _, c := range f.crossing() {
-		for _, o := range f.origins(c) {
-			byOrigin[o.ID] = append(byOrigin[o.ID], c)
-		}
-	}
+	byOrigin := t.derived
 	done := map[ir.ValueID]bool{}
 	take := func(o *ir.Value, f1 *ir.Op) {
 		for _, c := range byOrigin[o.ID] {
@@ -193,7 +191,8 @@ func (t *tflms) directOrder(f1 *ir.Op, f2, a int) int {
 // chainRule is TFLMS Alg. 2: breadth-first down the forward ops from f1;
 // at levels lb..ub, a backward consumer g of a level's op with
 // f1 < g < f2 that reaches f2 (the earliest such g here, where TFLMS
-// takes any).
+// takes any). A backward consumer of op s reads one of s's outputs or a
+// crossing value derived from one (after the turn, past the swap-out).
 func (t *tflms) chainRule(f1 *ir.Op, f2, a int) int {
 	f := t.f
 	lb, ub := t.p.LB, t.p.UB
@@ -209,18 +208,26 @@ func (t *tflms) chainRule(f1 *ir.Op, f2, a int) int {
 		}
 		s := s1[0]
 		s1 = s1[1:]
-		var outs []*ir.Op
+		var outs, bwd []*ir.Op
 		for _, v := range s.Outputs() {
 			if v == nil {
 				continue
 			}
 			for _, u := range v.Uses() {
 				outs = append(outs, u.Op)
+				bwd = append(bwd, u.Op)
+			}
+			// The backward ops of s read what hoisted ops derived from
+			// its outputs (see fmaps): they are s's backward consumers.
+			for _, d := range t.derived[v.ID] {
+				for _, u := range d.Uses() {
+					bwd = append(bwd, u.Op)
+				}
 			}
 		}
 		if lb <= 0 {
 			best := -1
-			for _, g := range outs {
+			for _, g := range bwd {
 				p := f.pos[g.ID]
 				if g.Phase == ir.Backward && p > lo && p < f2 && reach[g.ID] && (best < 0 || p < best) {
 					best = p
@@ -269,7 +276,12 @@ func tflmsPolicy(c *PolicyContext) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy tflms: %w", err)
 	}
-	t := &tflms{f: f, p: p}
+	t := &tflms{f: f, p: p, derived: map[ir.ValueID][]*ir.Value{}}
+	for _, v := range f.crossing() {
+		for _, o := range f.origins(v) {
+			t.derived[o.ID] = append(t.derived[o.ID], v)
+		}
+	}
 	e := &evictor{f: f}
 	vs, src := t.tensors()
 	if p.NTensors > 0 && len(vs) > p.NTensors {

@@ -17,6 +17,8 @@ import (
 func init() {
 	RegisterPolicy("vdnn-conv", func(c *PolicyContext) (*Plan, error) { return vdnnPlan(c, "vdnn-conv", true) })
 	RegisterPolicy("vdnn-all", func(c *PolicyContext) (*Plan, error) { return vdnnPlan(c, "vdnn-all", false) })
+	ownTriggers["vdnn-conv"] = true
+	ownTriggers["vdnn-all"] = true
 }
 
 // vdnnTargets lists the crossing values vDNN swaps: with convOnly, those

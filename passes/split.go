@@ -46,13 +46,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	if d.Dim < 0 || d.Dim >= len(y.Shape) || d.PNum < 2 || int64(d.PNum) > y.Shape[d.Dim] {
 		return fmt.Errorf("split: %s cannot be split %d ways along dimension %d of %v", op.Describe(), d.PNum, d.Dim, y.Shape)
 	}
-	fresh := func(base string) string {
-		name := base
-		for i := 1; g.Lookup(name) != nil; i++ {
-			name = fmt.Sprintf("%s_%d", base, i)
-		}
-		return name
-	}
+	fresh := g.FreshName
 	at := func(anchor *ir.Op) int { return g.Position()[anchor.ID] }
 	insert := func(pos int, typ, domain, name string, in []*ir.Value, outs []string, attrs []ir.Attr, phase ir.Phase, host bool) (*ir.Op, error) {
 		o, err := g.InsertOp(pos, typ, domain, name, in, outs, attrs)

@@ -32,13 +32,7 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		}
 		an[k] = a
 	}
-	fresh := func(base string) string {
-		name := base
-		for i := 1; g.Lookup(name) != nil; i++ {
-			name = fmt.Sprintf("%s_%d", base, i)
-		}
-		return name
-	}
+	fresh := g.FreshName
 	for k, d := range plan.Decisions {
 		v := d.Value
 		a := an[k]

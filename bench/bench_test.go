@@ -1,0 +1,309 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/csv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/executor/cpu"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
+)
+
+func TestMaxPassing(t *testing.T) {
+	for _, c := range []struct{ limit, boundary, want int64 }{
+		{65536, 0, 0}, {65536, 1, 1}, {65536, 2, 2}, {65536, 3, 3}, {65536, 661, 661}, {65536, 1024, 1024},
+		{65536, 1025, 1025}, {65536, 65535, 65535}, {65536, 1 << 20, 65536}, {100, 1 << 20, 100}, {1, 5, 1},
+	} {
+		var asked []int64
+		s, err := maxPassing(c.limit, func(x int64) (*Probe, bool, error) {
+			if x < 1 || x > c.limit || slices.Contains(asked, x) {
+				t.Fatalf("limit %d, boundary %d: asked for %d (asked before: %v)", c.limit, c.boundary, x, asked)
+			}
+			asked = append(asked, x)
+			return &Probe{Batch: x}, x <= c.boundary, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Max != c.want || s.Capped != (c.boundary >= c.limit) {
+			t.Errorf("limit %d, boundary %d: got max %d capped %v, want %d", c.limit, c.boundary, s.Max, s.Capped, c.want)
+		}
+		if !s.Capped && (s.Stop == nil || s.Stop.Batch != s.Max+1) {
+			t.Errorf("limit %d, boundary %d: the stop probe is %+v, want the one at %d", c.limit, c.boundary, s.Stop, s.Max+1)
+		}
+		if s.Max > 0 && (s.At == nil || s.At.Batch != s.Max) {
+			t.Errorf("limit %d, boundary %d: the probe at the maximum is %+v", c.limit, c.boundary, s.At)
+		}
+		if n := int64(len(asked)); n > 2*int64(math.Log2(float64(c.limit)))+2 {
+			t.Errorf("limit %d, boundary %d: %d probes", c.limit, c.boundary, n)
+		}
+	}
+}
+
+func TestSweepBatches(t *testing.T) {
+	for _, c := range []struct {
+		from, top int64
+		steps     int
+		want      []int64
+	}{
+		{16, 100, 2, []int64{16, 24, 32, 48, 64, 96, 100}},
+		{16, 128, 1, []int64{16, 32, 64, 128}},
+		{16, 64, 4, []int64{16, 20, 24, 28, 32, 40, 48, 56, 64}},
+		{16, 5, 2, []int64{1, 2, 3, 4, 5}},
+		{16, 0, 2, nil},
+	} {
+		if got := sweepBatches(c.from, c.top, c.steps); !slices.Equal(got, c.want) {
+			t.Errorf("sweepBatches(%d, %d, %d) = %v, want %v", c.from, c.top, c.steps, got, c.want)
+		}
+	}
+}
+
+func TestOrderPolicies(t *testing.T) {
+	got := OrderPolicies([]string{"tsplit", "zz-new", "base", "a-new", "vdnn-all", "tsplit-nosplit"})
+	want := []string{"base", "vdnn-all", "tsplit-nosplit", "tsplit", "a-new", "zz-new"}
+	if !slices.Equal(got, want) {
+		t.Errorf("OrderPolicies = %v, want %v", got, want)
+	}
+	if got := OrderPolicies(passes.Policies()); len(got) != len(passes.Policies()) {
+		t.Errorf("OrderPolicies dropped registered policies: %v of %v", got, passes.Policies())
+	}
+}
+
+// The same flags give the same files, whatever -j.
+func TestDeterministic(t *testing.T) {
+	cfg := Config{Small: true, Models: []string{"vgg16", "transformer"}, Policies: []string{"base", "tsplit"}, SweepSteps: 1, Command: "test"}
+	var outs [2]string
+	for i, jobs := range []int{1, 3} {
+		c := cfg
+		c.Jobs = jobs
+		r, err := Run(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = t.TempDir()
+		if _, err := Write(outs[i], r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _ := os.ReadDir(outs[0])
+	if len(files) == 0 {
+		t.Fatal("nothing written")
+	}
+	for _, f := range files {
+		a, _ := os.ReadFile(filepath.Join(outs[0], f.Name()))
+		b, err := os.ReadFile(filepath.Join(outs[1], f.Name()))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between -j 1 and -j 3", f.Name())
+		}
+	}
+}
+
+var (
+	smallOnce sync.Once
+	small     *Results
+	smallErr  error
+)
+
+// smallRun is the CI-sized benchmark of every default model with every
+// registered policy, run once for the tests that read it.
+func smallRun(t *testing.T) *Results {
+	t.Helper()
+	smallOnce.Do(func() {
+		small, smallErr = Run(Config{Small: true, Jobs: runtime.GOMAXPROCS(0), SweepSteps: 1, Command: "tsplitc bench --small --sweep-steps 1"})
+	})
+	if smallErr != nil {
+		t.Fatal(smallErr)
+	}
+	return small
+}
+
+// The CI-sized benchmark writes every table, plot and the README, and
+// tsplit reaches at least every other policy's maximum batch and
+// parameter scale on every model.
+func TestSmallBenchmark(t *testing.T) {
+	r := smallRun(t)
+	t.Logf("%d plans in %v", r.Probes, r.Elapsed)
+	dir := t.TempDir()
+	written, err := Write(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range written {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("%s: missing or empty (%v)", p, err)
+		}
+	}
+	for _, name := range []string{SampleScaleFile, ParamScaleFile, ThroughputFile, ThresholdFile, LimitsFile} {
+		md, err := os.ReadFile(filepath.Join(dir, name+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(filepath.Join(dir, name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s.csv: %v", name, err)
+		}
+		if len(rows) < 1+len(r.Models) {
+			t.Errorf("%s.csv has %d rows", name, len(rows))
+		}
+		for _, m := range r.Models {
+			if !strings.Contains(string(md), m.Display) && !strings.Contains(string(md), m.Name) {
+				t.Errorf("%s.md does not mention %s", name, m.Name)
+			}
+		}
+	}
+	for _, m := range r.Models {
+		for _, ext := range []string{".png", ".svg"} {
+			if _, err := os.Stat(filepath.Join(dir, PlotPrefix+m.Name+ext)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	readme, _ := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	for _, want := range []string{r.Config.Command, "Table IV", "Table V", "Fig. 12", "Fig. 14a", "9.9×", "38.1×"} {
+		if !bytes.Contains(readme, []byte(want)) {
+			t.Errorf("README lacks %q", want)
+		}
+	}
+	ts := r.column("tsplit")
+	if ts < 0 {
+		t.Fatal("tsplit is not registered")
+	}
+	for i, m := range r.Models {
+		if r.SampleScale[i][ts].Max < 1 || r.ParamScale[i][ts].Max < 1 {
+			t.Errorf("%s: tsplit plans nothing (batch %d, k %d)", m.Name, r.SampleScale[i][ts].Max, r.ParamScale[i][ts].Max)
+		}
+	}
+	for _, v := range r.Violations() {
+		tab := r.SampleScale
+		if v.Table == "parameter scale" {
+			tab = r.ParamScale
+		}
+		i := slices.IndexFunc(r.Models, func(m Model) bool { return m.Name == v.Model })
+		why := func(s Search) string {
+			if s.Stop == nil {
+				return "search cap"
+			}
+			return s.Stop.Err
+		}
+		t.Errorf("%s, %s: %s reaches %d, tsplit only %d; tsplit stops because: %s",
+			v.Table, v.Model, v.Policy, v.Value, v.Tsplit, why(tab[i][ts]))
+	}
+}
+
+// Every plan the CI-sized benchmark finds at tsplit's maximum batch (and
+// maximum parameter scale) runs on the CPU device with a pool of exactly
+// the budget, at the planned static layout, and its measured high-water
+// mark stays within the budget.
+func TestSmallPlansRun(t *testing.T) {
+	r := smallRun(t)
+	ts := r.column("tsplit")
+	if ts < 0 {
+		t.Fatal("tsplit is not registered")
+	}
+	budget := r.Profile.Budget()
+	for i, m := range r.Models {
+		for _, c := range []struct {
+			what         string
+			batch, width int64
+		}{
+			{"max batch", r.SampleScale[i][ts].Max, 1},
+			{"max width", r.Config.ParamBatch, r.ParamScale[i][ts].Max},
+		} {
+			if c.batch < 1 || c.width < 1 {
+				continue
+			}
+			t.Run(m.Name+"/"+strings.ReplaceAll(c.what, " ", "-"), func(t *testing.T) {
+				g, ti, err := Build(m, c.batch, c.width, true, r.Config.Optimizer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := Plan(g, r.Profile, "tsplit")
+				if err != nil {
+					t.Fatalf("batch %d, k %d: the benchmark planned it, now: %v", c.batch, c.width, err)
+				}
+				l, err := memory.DecodeLayout(g.Meta[memory.LayoutKey])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Pool > budget {
+					t.Fatalf("pool %d over the budget %d", l.Pool, budget)
+				}
+				mem, err := memory.Analyze(g.Graph, memory.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				place, err := mem.Placement(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dev, err := cpu.New(budget)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x, err := executor.New(g, dev, executor.Options{Placement: place})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := x.Run(randomInputs(g.Graph, ti))
+				if err != nil {
+					t.Fatalf("batch %d, k %d (%d swapped, %d recomputed, %d split): %v", c.batch, c.width,
+						s.Report.Swapped, s.Report.Recomputed, s.Report.Split, err)
+				}
+				t.Logf("batch %d, k %d: %d swapped, %d recomputed, %d split; planned peak %d, measured high-water %d, budget %d, %v",
+					c.batch, c.width, s.Report.Swapped, s.Report.Recomputed, s.Report.Split, s.Report.Peak, res.HighWater, budget, res.Duration)
+				if res.HighWater > budget {
+					t.Errorf("measured high-water %d over the budget %d", res.HighWater, budget)
+				}
+			})
+		}
+	}
+}
+
+// randomInputs makes seeded data for every graph input: small floats
+// (weights and images), class labels below the class count, token ids
+// below 10.
+func randomInputs(g *ir.Graph, ti *compiler.TrainingInfo) map[string][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := map[string][]byte{}
+	for _, v := range g.Inputs {
+		if v.Kind == ir.KindInit {
+			continue
+		}
+		n, _ := v.Shape.NumElements()
+		b := make([]byte, v.Bytes())
+		switch v.DType {
+		case ir.Float:
+			for i := int64(0); i < n; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.Float64()*0.2-0.1)))
+			}
+		case ir.Int64:
+			hi := 10
+			if ti != nil && v.Name == ti.Labels && ti.Classes > 0 {
+				hi = int(ti.Classes)
+			}
+			for i := int64(0); i < n; i++ {
+				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(hi)))
+			}
+		}
+		out[v.Name] = b
+	}
+	return out
+}

@@ -593,6 +593,12 @@ func markParams(m *ir.Model) {
 	}
 	if ti, err := ReadTrainingInfo(m); err == nil && ti != nil {
 		names = append(names, ti.Params...)
+		for _, fb := range ti.Feedback {
+			out, in := m.Graph.Lookup(fb[0]), m.Graph.Lookup(fb[1])
+			if out != nil && in != nil {
+				in.Next = out
+			}
+		}
 	}
 	for _, n := range names {
 		if v := m.Graph.Lookup(n); v != nil && v.Kind != ir.KindOp {

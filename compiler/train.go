@@ -283,6 +283,7 @@ func addOptimizer(m *ir.Model, b *autodiff.Builder, params, grads []*ir.Value, o
 	var outs []*ir.Value
 	var state []*ir.Value
 	feedback := func(in, out *ir.Value) {
+		in.Next = out
 		ti.Feedback = append(ti.Feedback, [2]string{out.Name, in.Name})
 	}
 	newState := func(p *ir.Value, what string, zeros bool) (*ir.Value, error) {
@@ -389,6 +390,7 @@ func bnRunningStats(m *ir.Model, b *autodiff.Builder, ti *TrainingInfo) []*ir.Va
 				g.Inputs = append(g.Inputs, in)
 			}
 			outs = append(outs, out)
+			in.Next = out
 			ti.Feedback = append(ti.Feedback, [2]string{out.Name, in.Name})
 		}
 	}

@@ -235,7 +235,9 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 				return nil, fmt.Errorf("executor: uploading %q: %w", v.Name, err)
 			}
 		}
-		if v.Kind == ir.KindInit {
+		if v.Kind == ir.KindInit && mem.Intervals[idx].End >= len(g.Order()) {
+			// Only weights that stay to the end keep their bytes between
+			// runs; a replaced weight's slot is reused within the step.
 			if x.kept == nil {
 				x.kept = map[int]upload{}
 			}

@@ -54,6 +54,12 @@ type Value struct {
 	// materialised (big weights are decoded only when needed).
 	Load func() (*Tensor, error)
 
+	// Next is the value that replaces this one in the next step of a
+	// training loop (a weight's update, optimizer state, running
+	// statistics). The old value is dead after its last read, so the
+	// memory model frees it there instead of keeping it to the end.
+	Next *Value
+
 	// Param marks a trainable parameter (a weight the model keeps across
 	// steps). The memory model keeps parameters resident for the whole
 	// step, like initializers, even when they are graph inputs.

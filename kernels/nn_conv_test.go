@@ -480,11 +480,12 @@ func TestConvBlocked(t *testing.T) {
 }
 
 // TestConvTransposeBlocked is TestConvBlocked for ConvTranspose: the
-// column matrix cut into blocks of input pixels that start and end
-// anywhere in an input row.
+// column matrix cut into blocks of rows (that may split a channel's
+// kernel taps) or of input pixels (that start and end anywhere in an
+// input row).
 func TestConvTransposeBlocked(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 33))
-	blocked, ragged := 0, 0
+	byRows, byCols, ragged := 0, 0, 0
 	for i := 0; i < 200; i++ {
 		cc := randConvCase(r, true)
 		x := nnF(r, i64s(append([]int{cc.n, cc.c}, cc.in...))...)
@@ -498,30 +499,39 @@ func TestConvTransposeBlocked(t *testing.T) {
 		for _, dt := range []ir.DType{ir.Float, ir.Double} {
 			op := nnOpDT(t, 17, dt, "ConvTranspose", ins, []string{"y"}, cc.attrs(true)...)
 			full, _ := planConvTranspose(op, nnFixedCap(1<<62))
-			inVol, colBytes := full.g.inVol(), nnESize(op)*int64(full.mg*full.g.kVol())
-			var capBytes int64 // 0: one input pixel a block
+			rows, cols := full.rb, full.pb
+			unit := nnESize(op) * int64(min(rows, cols)) // one row or column, whichever is blocked
+			var capBytes int64                           // 0: one row or column a block
 			switch r.IntN(4) {
-			case 1, 2: // blocks of 1 to 7 input pixels
-				capBytes = colBytes * (1 + r.Int64N(7))
+			case 1, 2: // blocks of 1 to 7 rows or columns
+				capBytes = unit * (1 + r.Int64N(7))
 			case 3: // any number of bytes up to the whole matrix
-				capBytes = r.Int64N(colBytes*int64(inVol) + 1)
+				capBytes = r.Int64N(nnESize(op)*int64(rows*cols) + 1)
 			}
 			p, err := planConvTranspose(op, nnFixedCap(capBytes))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.pb < full.pb {
-				blocked++
-				if p.g.inVol()%p.pb != 0 {
+			switch {
+			case p.rb < rows && p.pb < cols:
+				t.Fatalf("%v: blocks of %d rows and %d columns", cc, p.rb, p.pb)
+			case p.rb < rows:
+				byRows++
+				if rows%p.rb != 0 {
+					ragged++
+				}
+			case p.pb < cols:
+				byCols++
+				if cols%p.pb != 0 {
 					ragged++
 				}
 			}
 			ws := convTransposeWorkspace(op, nnFixedCap(capBytes))
-			if ws > convTransposeWorkspace(op, nnFixedCap(1<<62)) || ws != nnESize(op)*int64(p.colFloats()) || ws > max(capBytes, colBytes) {
-				t.Fatalf("%v: workspace %d bytes under a bound of %d, columns per block %d", cc, ws, capBytes, p.pb)
+			if ws > convTransposeWorkspace(op, nnFixedCap(1<<62)) || ws != nnESize(op)*int64(p.rb*p.pb) || ws > max(capBytes, unit) {
+				t.Fatalf("%v: workspace %d bytes under a bound of %d, blocks %d × %d", cc, ws, capBytes, p.rb, p.pb)
 			}
 			got := nnRunKernel(t, convTransposeKernel(nnFixedCap(capBytes)), op, ins)
-			what := fmt.Sprintf("ConvTranspose %v bound %d (columns %d of %d)", cc, capBytes, p.pb, inVol)
+			what := fmt.Sprintf("ConvTranspose %v bound %d (blocks %d of %d rows × %d of %d columns)", cc, capBytes, p.rb, rows, p.pb, cols)
 			if dt == ir.Double {
 				nnClose(t, "float64 "+what, got[0].F64(), want, tol64)
 			} else {
@@ -529,17 +539,19 @@ func TestConvTransposeBlocked(t *testing.T) {
 			}
 		}
 	}
-	if blocked < 250 || ragged < 60 {
-		t.Errorf("columns blocked in %d runs, with a shorter last block in %d", blocked, ragged)
+	if byRows < 60 || byCols < 150 || ragged < 60 {
+		t.Errorf("blocked by rows in %d runs, by columns in %d, with a shorter last block in %d", byRows, byCols, ragged)
 	}
 }
 
 // TestConvBlockedRegistered: the registered kernels block under the real
-// bound, nnDefaultCap. A weight-gradient-shaped Conv
-// (K = 61·9·9 = 4941 rows of 8×8 output pixels, 1.26 MB unblocked) runs
-// in two blocks of 2471 and 2470 rows (float32; float64: three), and a
-// ConvTranspose whose column matrix (400 rows × 1023 input pixels, 1.6
-// MB) is far larger than its output in two blocks of 512 and 511 pixels.
+// bound, nnDefaultCap. A weight-gradient-shaped Conv (K = 61·9·9 = 4941
+// rows of 8×8 output pixels, 1.26 MB unblocked) runs in two blocks of
+// 2471 and 2470 rows (float32; float64: three); a ConvTranspose whose
+// column matrix (400 rows × 1023 input pixels, 1.6 MB) is far larger
+// than its output in two blocks of 512 and 511 pixels; and one with more
+// rows than columns (81·16 = 1296 rows × 255 pixels, 1.3 MB) in two
+// blocks of 648 rows, which split channel 40's taps.
 func TestConvBlockedRegistered(t *testing.T) {
 	r := rand.New(rand.NewPCG(34, 35))
 	cc := convCase{n: 2, c: 61, m: 3, group: 1, in: []int{22, 22}, k: []int{9, 9}, s: []int{1, 1}, d: []int{2, 2}, pads: []int{1, 1, 1, 1}}
@@ -561,6 +573,14 @@ func TestConvBlockedRegistered(t *testing.T) {
 		t.Errorf("ConvTranspose workspace %d bytes, want %d (512 columns)", got, want)
 	}
 	runConvTransposeCase(t, r, ct)
+
+	cr := convCase{n: 1, c: 4, m: 81, group: 1, in: []int{15, 17}, k: []int{4, 4}, s: []int{2, 2}, d: []int{1, 1}, pads: []int{1, 1, 1, 1}}
+	xr, wr := nnF(r, 1, 4, 15, 17), nnF(r, 4, 81, 4, 4)
+	opr := nnOp(t, 17, "ConvTranspose", []nnIn{xr, wr, {}}, []string{"y"}, cr.attrs(true)...)
+	if got, want := WorkspaceBytes(opr), int64(4*648*255); got != want {
+		t.Errorf("ConvTranspose workspace %d bytes, want %d (648 rows)", got, want)
+	}
+	runConvTransposeCase(t, r, cr)
 }
 
 // TestConvWorkspaceResNet18: the scratch of resnet18's convolutions
@@ -588,9 +608,9 @@ func TestConvWorkspaceResNet18(t *testing.T) {
 		}
 		dx := nnOp(t, 17, "ConvTranspose", []nnIn{{shape: []int64{8, int64(l.m), o, o}}, w, {}}, []string{"y"}, attrs...)
 		gotT := WorkspaceBytes(dx)
-		rowBytes := 4 * int64(l.c*l.k*l.k)
+		unit := 4 * int64(min(l.c*l.k*l.k, int(o*o))) // one row or column of the column matrix
 		inBytes := 4 * int64(nnVol(dx.Output(0).Shape[1:]))
-		if gotT > full || gotT > max(nnScratchMin, inBytes) && gotT > rowBytes {
+		if gotT > full || gotT > max(nnScratchMin, inBytes) && gotT > unit {
 			t.Errorf("conv %+v input gradient: workspace %d bytes, unblocked %d", l, gotT, full)
 		}
 		t.Logf("%3d→%3d %dx%d s%d %3dx%-3d  Conv %9d → %8d B   ConvTranspose (dX) %9d → %8d B", l.c, l.m, l.k, l.k, l.s, l.hw, l.hw, full, got, full, gotT)

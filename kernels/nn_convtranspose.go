@@ -7,12 +7,16 @@ import (
 )
 
 // ConvTranspose: GEMM + col2im, one image and one group at a time. For
-// group gi the product Wᵍᵀ·Xᵍ, ((M/group)·prod(kernel)) × prod(input
-// spatial), is computed a block of pb columns (input pixels) at a time
-// (nnBlock under nnDefaultCap, nn_generic.go); that block is the scratch
-// (Kernel.Workspace), and col2im scatters it into the output, which it
-// zeroes before the first block and accumulates into after, parallel
-// over output channels (each channel's rows land only in that channel).
+// group gi the column matrix Wᵍᵀ·Xᵍ, ((M/group)·prod(kernel)) rows ×
+// prod(input spatial) columns, is computed a block at a time (nnBlock
+// under nnDefaultCap, nn_generic.go): a block of rows when the matrix has
+// no more columns than rows, else a block of columns (input pixels), so
+// that the operand each block's GEMM reads again (Xᵍ for row blocks, Wᵍ
+// for column blocks) is the smaller one. The block is the scratch
+// (Kernel.Workspace); col2im scatters it into the output, zeroing each
+// output channel in the first block that reaches it and accumulating
+// after, parallel over output channels (each channel's rows land only in
+// that channel).
 
 func init() {
 	nnReg("ConvTranspose", 2, 1, convTransposeKernel(nnDefaultCap), nil)
@@ -32,7 +36,7 @@ type convTPlan struct {
 	n, c, m, group int
 	cg, mg         int
 	direct         bool // 1×1 identity window: GEMM straight into Y
-	pb             int  // column-matrix columns (input pixels) per block (0 when direct)
+	rb, pb         int  // column-matrix rows and columns (input pixels) per block (0 when direct)
 }
 
 // convTransposePads resolves ConvTranspose's begin/end padding. With
@@ -103,14 +107,20 @@ func planConvTranspose(op *ir.Op, bound nnScratchCap) (*convTPlan, error) {
 	p.cg, p.mg = p.c/p.group, p.m/p.group
 	p.direct = g.unit()
 	if !p.direct {
-		es, rows := nnESize(op), int64(p.mg*g.kVol())
-		p.pb = nnBlock(g.inVol(), es*rows, bound(es*int64(p.mg*g.outVol())))
+		es, rows, cols := nnESize(op), p.mg*g.kVol(), g.inVol()
+		capBytes := bound(es * int64(p.mg*g.outVol()))
+		p.rb, p.pb = rows, cols
+		if cols <= rows {
+			p.rb = nnBlock(rows, es*int64(cols), capBytes)
+		} else {
+			p.pb = nnBlock(cols, es*int64(rows), capBytes)
+		}
 	}
 	return p, nil
 }
 
 // colFloats is the size of one block of the column matrix (0 when none).
-func (p *convTPlan) colFloats() int { return p.mg * p.g.kVol() * p.pb }
+func (p *convTPlan) colFloats() int { return p.rb * p.pb }
 
 func convTransposeWorkspace(op *ir.Op, bound nnScratchCap) int64 {
 	p, err := planConvTranspose(op, bound)
@@ -165,10 +175,15 @@ func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
 				clear(yg)
 				continue
 			}
-			for p0 := 0; p0 < inVol; p0 += p.pb {
-				p1 := min(p0+p.pb, inVol)
-				nnGemm(true, false, rows, p1-p0, p.cg, 1, wg, rows, xg[p0:], inVol, 0, col, p1-p0)
-				col2im(g, col, p0, p1, p.mg, yg, p0 == 0)
+			// Block [r0, r1) × [p0, p1) of the column matrix is
+			// Wᵍᵀ[r0:r1, :]·Xᵍ[:, p0:p1].
+			for r0 := 0; r0 < rows; r0 += p.rb {
+				r1 := min(r0+p.rb, rows)
+				for p0 := 0; p0 < inVol; p0 += p.pb {
+					p1 := min(p0+p.pb, inVol)
+					nnGemm(true, false, r1-r0, p1-p0, p.cg, 1, wg[r0:], rows, xg[p0:], inVol, 0, col, p1-p0)
+					col2im(g, col, r0, r1, p0, p1, yg)
+				}
 			}
 		}
 	}
@@ -178,24 +193,26 @@ func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
 	return nil
 }
 
-// col2im adds columns [p0, p1) (input pixels) of the column matrix,
-// col (rows × (p1-p0)), into y (ch channels of g.out), first zeroing y
-// when zero is set: the entry at row (c, kd, kh, kw), column (id, ih, iw)
-// goes to output (id·s - pb + kd·d, ...).
-func col2im[T nnElem](g *nnGeom, col []T, p0, p1, ch int, y []T, zero bool) {
+// col2im adds block [r0, r1) × [p0, p1) of the column matrix, col
+// ((r1-r0) × (p1-p0)), into y (the channels of g.out): the entry at row
+// (c, kd, kh, kw), column (id, ih, iw) goes to output (id·s - pb + kd·d,
+// ...). A channel is zeroed first in the block that holds its first row
+// and column 0: the first block to reach it when the blocks go in order.
+func col2im[T nnElem](g *nnGeom, col []T, r0, r1, p0, p1 int, y []T) {
 	kVol, outVol := g.kVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	IH, IW := g.in[1], g.in[2]
 	sw, w := g.s[2], p1-p0
-	Parallel(ch, func(lo, hi int) {
-		for ci := lo; ci < hi; ci++ {
+	c0, c1 := r0/kVol, (r1+kVol-1)/kVol // channels with rows in the block
+	Parallel(c1-c0, func(lo, hi int) {
+		for ci := c0 + lo; ci < c0+hi; ci++ {
 			yc := y[ci*outVol : (ci+1)*outVol]
-			if zero {
+			if p0 == 0 && ci*kVol >= r0 {
 				clear(yc)
 			}
-			for t := 0; t < kVol; t++ {
+			for t := max(0, r0-ci*kVol); t < min(kVol, r1-ci*kVol); t++ {
 				kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
-				src := col[(ci*kVol+t)*w:][:w]
+				src := col[(ci*kVol+t-r0)*w:][:w]
 				offW := kw*g.d[2] - g.pb[2]
 				wlo, whi := nnRange(offW, sw, OW, IW)
 				if wlo >= whi {

@@ -6,7 +6,9 @@
 //
 // Rules (positions are indices into the op order):
 //   - weights (initializers, and graph inputs marked Param) are resident
-//     for the whole step;
+//     for the whole step — except one the step replaces (Value.Next: a
+//     weight's update, optimizer state), which is dead after its last
+//     read, as with an in-place optimizer;
 //   - graph inputs are resident from the start until their last use;
 //   - an op output is allocated just before its op runs and freed after
 //     its last reader; unread outputs are freed right after their op;

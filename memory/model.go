@@ -129,6 +129,15 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		}
 		return end
 	}
+	// weightEnd: a weight stays to the end of the step, unless the step
+	// computes its replacement (Value.Next): then the old value is dead
+	// after its last read, as when an optimizer updates in place.
+	weightEnd := func(v *ir.Value) int {
+		if v.Next == nil || isOutput[v.ID] {
+			return n
+		}
+		return max(lastUse(v), 0)
+	}
 	add := func(iv Interval) {
 		if iv.Value != nil {
 			m.ByValue[iv.Value.ID] = len(m.Intervals)
@@ -154,7 +163,7 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		}
 		if v.Param {
 			// A parameter fed as an input is a weight: resident all step.
-			add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: n})
+			add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: weightEnd(v)})
 			continue
 		}
 		end := lastUse(v)
@@ -171,7 +180,7 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: n})
+		add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: weightEnd(v)})
 	}
 	var hostLive []int64
 	if n > 0 {

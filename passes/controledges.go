@@ -21,8 +21,8 @@ var ControlEdges = &Pass{
 	Run: func(s *State) (any, error) {
 		g := s.Model.Graph
 		r := s.Report
-		if r == nil || (r.Swapped == 0 && r.Split == 0) {
-			return nil, nil
+		if r == nil || (r.Swapped == 0 && r.Split == 0) || PolicyPlacesTriggers(s.Opts.Policy) {
+			return nil, nil // nothing to place, or the policy's own rule (vDNN, TFLMS, …) stands
 		}
 		p := profileOf(s)
 		saved := append([]*ir.Op(nil), g.Order()...)

@@ -97,7 +97,7 @@ type InfeasibleError struct {
 }
 
 func (e *InfeasibleError) Error() string {
-	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (inputs, outputs and workspace of its largest op plus the weights) — nearest feasible budget: at least %s",
+	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace) — nearest feasible budget: at least %s",
 		compiler.FormatBytes(e.Budget), e.At, compiler.FormatBytes(e.Need), compiler.FormatBytes(e.LowerBound), compiler.FormatBytes(max(e.LowerBound, e.Need)))
 }
 
@@ -127,14 +127,34 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 }
 
 // LowerBound is the memory no plan of this planner goes below: the
-// resident weights plus, at the worst op, its inputs, outputs and
-// workspace and the graph outputs already computed (moDNN Eq. 2 in
-// spirit). Splitting can go lower for splittable ops, which this bound
-// does not credit.
+// largest, over ops, of the weights live at the op, the graph outputs
+// already computed, and the op's own inputs, outputs and workspace
+// (moDNN Eq. 2 in spirit). Splitting can go lower for splittable ops,
+// which this bound does not credit.
 func (pl *Planner) LowerBound() int64 {
-	var worst int64
+	// fixed[i]: bytes no eviction can free at i — weights live there and
+	// graph outputs already computed (kept to the end).
+	fixed := make([]int64, pl.n+1)
+	for idx := range pl.Mem.Intervals {
+		iv := &pl.Mem.Intervals[idx]
+		var lo, hi int
+		switch {
+		case iv.Kind == memory.Weight:
+			lo, hi = max(iv.Start, 0), min(iv.End, pl.n-1)
+		case iv.Kind == memory.Activation && iv.End >= pl.n:
+			lo, hi = iv.Start+1, pl.n-1
+		default:
+			continue
+		}
+		if lo <= hi {
+			fixed[lo] += iv.Bytes
+			fixed[hi+1] -= iv.Bytes
+		}
+	}
+	var worst, run int64
 	for i, op := range pl.Mem.Order {
-		var b int64
+		run += fixed[i]
+		b := run
 		seen := map[ir.ValueID]bool{}
 		for _, list := range [][]*ir.Value{op.Inputs(), op.Outputs()} {
 			for _, v := range list {
@@ -142,30 +162,23 @@ func (pl *Planner) LowerBound() int64 {
 					continue
 				}
 				seen[v.ID] = true
-				if idx := pl.Mem.ByValue[v.ID]; idx >= 0 && pl.Mem.Intervals[idx].Kind != memory.Weight {
-					b += pl.Mem.Intervals[idx].Bytes
+				idx := pl.Mem.ByValue[v.ID]
+				if idx < 0 {
+					continue
 				}
+				iv := &pl.Mem.Intervals[idx]
+				if iv.Kind == memory.Weight || (iv.Kind == memory.Activation && iv.End >= pl.n && iv.Start < i) {
+					continue // counted in fixed
+				}
+				b += iv.Bytes
 			}
 		}
 		if w := pl.Mem.WorkspaceAt[i]; w >= 0 {
 			b += pl.Mem.Intervals[w].Bytes
 		}
-		// Graph outputs already computed stay to the end of the step.
-		for idx := range pl.Mem.Intervals {
-			iv := &pl.Mem.Intervals[idx]
-			if iv.Kind == memory.Activation && iv.End >= pl.n && iv.Start < i && !seen[iv.Value.ID] {
-				b += iv.Bytes
-			}
-		}
 		worst = max(worst, b)
 	}
-	var weights int64
-	for _, iv := range pl.Mem.Intervals {
-		if iv.Kind == memory.Weight {
-			weights += iv.Bytes
-		}
-	}
-	return worst + weights
+	return worst
 }
 
 // candidate is one possible decision at a bottleneck.

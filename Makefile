@@ -49,6 +49,13 @@ fuzz:
 bench:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...
 
+# The paper's scale and throughput benchmarks (Tables IV–V, Figs. 12
+# and 14a) by real planning of the full-size models on the titan-rtx
+# profile; tables, plots and README in docs/benchmarks.
+.PHONY: benchmarks
+benchmarks: build
+	./bin/tsplitc bench -j 2 -o docs/benchmarks
+
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

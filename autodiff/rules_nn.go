@@ -440,10 +440,12 @@ func poolTaps(win *ir.Window, in, o []int64, inclPad bool) [][]int64 {
 }
 
 // maxPoolGrad scatters dY to the maxima the forward op's Indices name:
-// ScatterElements(zeros[numel X], Indices, dY, reduction="add") on the
-// flattened tensors (Indices are flat indices into the whole input), then
-// Reshape. Windows entirely in the padding have index -1 and no input:
-// their updates are masked to 0.
+// per (n, c) plane, ScatterElements(zeros[N·C, H·W], Indices − plane·H·W,
+// dY, axis 1, reduction="add"), then Reshape. (Indices are flat indices
+// into the whole input; making them plane-local keeps the scatter
+// splittable along the planes, so the planner can split it by batch.)
+// Windows entirely in the padding have index -1 and no input: their
+// updates are masked to 0.
 func maxPoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
 	x, y := op.Input(0), op.Output(0)
 	out := make([]*ir.Value, 1)
@@ -459,25 +461,35 @@ func maxPoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value
 	if idx == nil {
 		return out
 	}
-	ny := nnNumel(y.Shape)
-	ind := b.Reshape(idx, ir.Shape{ny})
-	upd := b.Reshape(dy[0], ir.Shape{ny})
+	planes := x.Shape[0] * x.Shape[1]
+	xvol := nnNumel(x.Shape[2:])
+	yvol := nnNumel(y.Shape[2:])
+	ind := b.Reshape(idx, ir.Shape{planes, yvol})
+	upd := b.Reshape(dy[0], ir.Shape{planes, yvol})
+	if op.AttrInt("storage_order", 0) == 1 {
+		ind = b.Reshape(rowMajorIndices(b, b.Reshape(ind, ir.Shape{planes * yvol}), x.Shape), ir.Shape{planes, yvol})
+	}
 	empty := false
 	for _, c := range poolTaps(win, x.Shape[2:], y.Shape[2:], false) {
 		for _, v := range c {
 			empty = empty || v == 0
 		}
 	}
+	var neg *ir.Value
 	if empty {
-		neg := b.Op("Less", []*ir.Value{ind, b.Scalar(ir.Int64, 0)})
+		neg = b.Op("Less", []*ir.Value{ind, b.Scalar(ir.Int64, 0)})
+	}
+	offsets := make([]int64, planes)
+	for p := range offsets {
+		offsets[p] = int64(p) * xvol
+	}
+	ind = b.Sub(ind, b.Const(ir.TensorFromInt64s(ir.Int64, ir.Shape{planes, 1}, offsets)))
+	if empty {
 		upd = b.Op("Where", []*ir.Value{neg, b.Scalar(x.DType, 0), upd})
 		ind = b.Op("Where", []*ir.Value{neg, b.Scalar(ir.Int64, 0), ind})
 	}
-	if op.AttrInt("storage_order", 0) == 1 {
-		ind = rowMajorIndices(b, ind, x.Shape)
-	}
-	sc := b.Op("ScatterElements", []*ir.Value{b.Zeros(x.DType, ir.Shape{nnNumel(x.Shape)}), ind, upd},
-		nnAInt("axis", 0), nnAStr("reduction", "add"))
+	sc := b.Op("ScatterElements", []*ir.Value{b.Zeros(x.DType, ir.Shape{planes, xvol}), ind, upd},
+		nnAInt("axis", 1), nnAStr("reduction", "add"))
 	out[0] = b.Reshape(sc, x.Shape)
 	return out
 }

@@ -45,7 +45,7 @@ type Config struct {
 	// ThresholdPolicies are the policies of that table (nil: Policies).
 	ThresholdPolicies []string
 	// SweepMin is the smallest batch of the throughput sweep (0: 16);
-	// SweepSteps the sweep's batches per doubling (0: 2).
+	// SweepSteps the sweep's batches per doubling (0: 4).
 	SweepMin   int64
 	SweepSteps int
 	// Optimizer is the training step's optimizer ("": sgd).
@@ -111,7 +111,7 @@ func (c Config) Resolve() (Config, error) {
 		c.SweepMin = 16
 	}
 	if c.SweepSteps <= 0 {
-		c.SweepSteps = 2
+		c.SweepSteps = 4
 	}
 	if c.Optimizer == "" {
 		c.Optimizer = "sgd"
@@ -168,10 +168,20 @@ type Results struct {
 	// Sweep is Fig. 12: per model, every policy's planned step over a
 	// range of batches.
 	Sweep []Sweep
+	// Diagnoses follow Violations: each is tsplit planned again, swapping
+	// only, at the size another policy reached.
+	Diagnoses []*Diagnosis
 	// Probes counts planning runs; Elapsed is the wall time (neither is
 	// written to the tables, which must not depend on the machine).
 	Probes  int
 	Elapsed time.Duration
+}
+
+// Diagnosis is one place where another policy goes further than tsplit,
+// with tsplit's plan there when it may swap but not recompute.
+type Diagnosis struct {
+	Violation
+	SwapOnly *Probe
 }
 
 // Sweep is one model's throughput sweep.
@@ -290,6 +300,32 @@ func Run(cfg Config) (*Results, error) {
 		return nil, err
 	}
 
+	// Where another policy goes further than tsplit, plan that size again
+	// with tsplit restricted to swapping: it tells a planner that runs out
+	// of candidates because of its own recomputations from one that
+	// cannot fit at all.
+	jobs = nil
+	if ts := slices.Index(r.Policies, "tsplit"); ts >= 0 {
+		for _, v := range r.Violations() {
+			i := slices.IndexFunc(r.Models, func(m Model) bool { return m.Name == v.Model })
+			d := &Diagnosis{Violation: v}
+			r.Diagnoses = append(r.Diagnoses, d)
+			m := r.Models[i]
+			jobs = append(jobs, job{fmt.Sprintf("%s tsplit swap-only %s %d", m.Name, v.Table, v.Value), func() error {
+				batch, width := v.Value, int64(1)
+				if v.Table == ParamScaleTable {
+					batch, width = cfg.ParamBatch, v.Value
+				}
+				p, err := pr.probeOpts(m, batch, width, "tsplit", true)
+				d.SwapOnly = p
+				return err
+			}})
+		}
+	}
+	if err := runJobs(cfg, "diagnosing", jobs, pr); err != nil {
+		return nil, err
+	}
+
 	// Phase 2: the sweep, up to the largest batch any policy reached.
 	jobs = nil
 	r.Sweep = make([]Sweep, nm)
@@ -353,6 +389,9 @@ type job struct {
 // runJobs runs jobs on cfg.Jobs workers and returns the first error in
 // job order. The progress bar counts jobs and names the plans made.
 func runJobs(cfg Config, what string, jobs []job, pr *prober) error {
+	if len(jobs) == 0 {
+		return nil
+	}
 	var bar *progressbar.ProgressBar
 	var mu sync.Mutex
 	last := "" // the last job finished

@@ -121,6 +121,9 @@ var (
 // registered policy, run once for the tests that read it.
 func smallRun(t *testing.T) *Results {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the CI-sized benchmark plans about 1200 times (a minute on two cores)")
+	}
 	smallOnce.Do(func() {
 		small, smallErr = Run(Config{Small: true, Jobs: runtime.GOMAXPROCS(0), SweepSteps: 1, Command: "tsplitc bench --small --sweep-steps 1"})
 	})
@@ -191,20 +194,21 @@ func TestSmallBenchmark(t *testing.T) {
 			t.Errorf("%s: tsplit plans nothing (batch %d, k %d)", m.Name, r.SampleScale[i][ts].Max, r.ParamScale[i][ts].Max)
 		}
 	}
-	for _, v := range r.Violations() {
+	if len(r.Diagnoses) != len(r.Violations()) {
+		t.Errorf("%d violations, %d diagnosed", len(r.Violations()), len(r.Diagnoses))
+	}
+	for _, d := range r.Diagnoses {
 		tab := r.SampleScale
-		if v.Table == "parameter scale" {
+		if d.Table == ParamScaleTable {
 			tab = r.ParamScale
 		}
-		i := slices.IndexFunc(r.Models, func(m Model) bool { return m.Name == v.Model })
-		why := func(s Search) string {
-			if s.Stop == nil {
-				return "search cap"
-			}
-			return s.Stop.Err
+		i := slices.IndexFunc(r.Models, func(m Model) bool { return m.Name == d.Model })
+		why := "search cap"
+		if s := tab[i][ts]; s.Stop != nil {
+			why = s.Stop.Err
 		}
-		t.Errorf("%s, %s: %s reaches %d, tsplit only %d; tsplit stops because: %s",
-			v.Table, v.Model, v.Policy, v.Value, v.Tsplit, why(tab[i][ts]))
+		t.Errorf("%s, %s: %s reaches %d, tsplit only %d (%s); tsplit stops because: %s",
+			d.Table, d.Model, d.Policy, d.Value, d.Tsplit, d.swapOnlyNote(), why)
 	}
 }
 

@@ -329,10 +329,10 @@ func limitRows(r *Results) []limitRow {
 	var out []limitRow
 	for i, m := range r.Models {
 		for j, p := range r.Policies {
-			out = append(out, limitRow{"sample scale", m.Name, p, r.SampleScale[i][j]})
+			out = append(out, limitRow{SampleScaleTable, m.Name, p, r.SampleScale[i][j]})
 		}
 		for j, p := range r.Policies {
-			out = append(out, limitRow{"parameter scale", m.Name, p, r.ParamScale[i][j]})
+			out = append(out, limitRow{ParamScaleTable, m.Name, p, r.ParamScale[i][j]})
 		}
 		for t, x := range r.Config.Thresholds {
 			for j, p := range r.Config.ThresholdPolicies {
@@ -347,7 +347,7 @@ func stopAt(l limitRow) string {
 	if l.s.Stop == nil {
 		return ""
 	}
-	if l.table == "parameter scale" {
+	if l.table == ParamScaleTable {
 		return "k=" + strconv.FormatInt(l.s.Stop.Width, 10)
 	}
 	return "batch " + strconv.FormatInt(l.s.Stop.Batch, 10)
@@ -379,9 +379,15 @@ func limitsCSV(r *Results) [][]string {
 	return out
 }
 
+// Table names of Violation.
+const (
+	SampleScaleTable = "sample scale"
+	ParamScaleTable  = "parameter scale"
+)
+
 // Violation is a model on which some policy reaches more than tsplit.
 type Violation struct {
-	Table         string // "sample scale" or "parameter scale"
+	Table         string // SampleScaleTable or ParamScaleTable
 	Model, Policy string
 	Value, Tsplit int64 // the policy's maximum and tsplit's
 }
@@ -396,7 +402,7 @@ func (r *Results) Violations() []Violation {
 	for _, t := range []struct {
 		name string
 		t    [][]Search
-	}{{"sample scale", r.SampleScale}, {"parameter scale", r.ParamScale}} {
+	}{{SampleScaleTable, r.SampleScale}, {ParamScaleTable, r.ParamScale}} {
 		for i, m := range r.Models {
 			for j, p := range r.Policies {
 				if t.t[i][j].Max > t.t[i][ts].Max {
@@ -455,8 +461,8 @@ func Summary(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\nLargest batch (Table IV), %s:\n\n%s", r.Profile.Name, scaleTable(r, r.SampleScale, true))
 	fmt.Fprintf(w, "\nLargest parameter scale k at batch %d (Table V):\n\n%s", r.Config.ParamBatch, scaleTable(r, r.ParamScale, false))
 	fmt.Fprintf(w, "\nLargest batch at ≥ x%% of the unconstrained throughput (Fig. 14a):\n\n%s", mdTable(thresholdHeader(r), thresholdRows(r)))
-	for _, v := range r.Violations() {
-		fmt.Fprintf(w, "tsplit beaten: %s, %s: %s reaches %d, tsplit %d\n", v.Table, v.Model, v.Policy, v.Value, v.Tsplit)
+	for _, d := range r.Diagnoses {
+		fmt.Fprintf(w, "tsplit beaten: %s, %s: %s reaches %d, tsplit %d; %s\n", d.Table, d.Model, d.Policy, d.Value, d.Tsplit, d.swapOnlyNote())
 	}
 	for _, a := range r.NonMonotone() {
 		fmt.Fprintf(w, "not monotone: %s, %s plans batch %d in the sweep, above its searched maximum %d\n", a.Model, a.Policy, a.Batch, a.Max)
@@ -487,4 +493,17 @@ func (r *Results) NonMonotone() []Above {
 		}
 	}
 	return out
+}
+
+// swapOnlyNote says how tsplit restricted to swapping fares at the size
+// another policy reached.
+func (d *Diagnosis) swapOnlyNote() string {
+	p := d.SwapOnly
+	switch {
+	case p == nil:
+		return "not diagnosed"
+	case p.OK:
+		return fmt.Sprintf("tsplit swapping only (no recomputation) plans %d", d.Value)
+	}
+	return fmt.Sprintf("tsplit swapping only fails there too (%s)", shortReason(p))
 }

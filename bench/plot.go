@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -11,94 +12,170 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// plotSweep draws one model's Fig. 12: samples per second of each
-// policy's planned step against the batch (log scale), a point where the
-// policy fits, nothing where it does not, and the unconstrained step as
-// a dashed line. It writes base.png and base.svg in dir.
+// palette is Tableau 10: ten policies, ten distinguishable colors.
+var palette = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0x76, 0xb7, 0xb2, 0xff}, {0x59, 0xa1, 0x4f, 0xff},
+	{0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff}, {0x9c, 0x75, 0x5f, 0xff},
+	{0xba, 0xb0, 0xac, 0xff}, {0xe1, 0x57, 0x59, 0xff},
+}
+
+func policyStyle(j int, policy string) (color.Color, vg.Length) {
+	col := color.Color(palette[j%len(palette)])
+	width := vg.Points(1.3)
+	switch policy {
+	case "tsplit":
+		col, width = color.RGBA{0xd6, 0x27, 0x28, 0xff}, vg.Points(2.4)
+	case "tsplit-nosplit":
+		col, width = color.RGBA{0xff, 0x7f, 0x0e, 0xff}, vg.Points(1.8)
+	}
+	return col, width
+}
+
+// plotSweep draws one model's Fig. 12 in two panels over the batch (log
+// scale): samples per second of each policy's planned step, with the
+// unconstrained step dashed, and that throughput relative to the
+// unconstrained step. A policy has a point where it fits and none where
+// it does not. It writes base.png and base.svg in dir.
 func plotSweep(dir, base string, r *Results, i int) error {
 	m, sw := r.Models[i], r.Sweep[i]
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s on %s: simulated training throughput", m.Display, r.Profile.Name)
-	p.X.Label.Text = "batch size (samples)"
-	p.Y.Label.Text = "samples / s (predicted step)"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = pow2Ticks{}
-	p.Y.Min = 0
-	p.Legend.Top = true
-	p.Legend.Left = false
-	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	p.Add(plotter.NewGrid())
+	abs, rel := plot.New(), plot.New()
+	abs.Title.Text = fmt.Sprintf("%s on %s: simulated training throughput", m.Display, r.Profile.Name)
+	abs.Y.Label.Text = "samples / s"
+	rel.Y.Label.Text = "% of unconstrained step"
+	rel.X.Label.Text = "batch size (samples)"
+	for _, p := range []*plot.Plot{abs, rel} {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = pow2Ticks{}
+		p.Y.Min = 0
+		p.Add(plotter.NewGrid())
+		if n := len(sw.Batches); n > 0 {
+			p.X.Min, p.X.Max = float64(sw.Batches[0])/1.06, float64(sw.Batches[n-1])*1.06
+		}
+	}
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
+	legend.ThumbnailWidth = vg.Points(24)
 
-	var ideal plotter.XYs
+	var ideal, hundred plotter.XYs
 	for bi, b := range sw.Batches {
 		if t := sw.Unconstrained[bi]; t > 0 {
 			ideal = append(ideal, plotter.XY{X: float64(b), Y: float64(b) / t})
+			hundred = append(hundred, plotter.XY{X: float64(b), Y: 100})
 		}
 	}
 	ymax := 0.0
 	if len(ideal) > 0 {
-		l, err := plotter.NewLine(ideal)
-		if err != nil {
-			return err
+		for k, xys := range []plotter.XYs{ideal, hundred} {
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				return err
+			}
+			l.Color = color.Gray{Y: 60}
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			l.Width = vg.Points(1.5)
+			if k == 0 {
+				abs.Add(l)
+				legend.Add("unconstrained", l)
+			} else {
+				rel.Add(l)
+			}
 		}
-		l.Color = color.Gray{Y: 80}
-		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add("unconstrained", l)
 		for _, xy := range ideal {
 			ymax = max(ymax, xy.Y)
 		}
 	}
-	for j, pol := range r.Policies {
-		var pts plotter.XYs
-		var segs []plotter.XYs
-		for bi := range sw.Batches {
-			pr := sw.Probes[bi][j]
-			if pr == nil || !pr.OK {
-				if len(pts) > 0 {
-					segs = append(segs, pts)
-					pts = nil
-				}
-				continue
-			}
-			pts = append(pts, plotter.XY{X: float64(pr.Batch), Y: pr.Throughput()})
-			ymax = max(ymax, pr.Throughput())
-		}
-		if len(pts) > 0 {
-			segs = append(segs, pts)
-		}
-		col := plotutil.Color(j)
+	// Drawn last policy first, so tsplit's thick line lies under the
+	// others where they coincide; the legend keeps the table order.
+	type thumb struct {
+		line *plotter.Line
+		dots *plotter.Scatter
+	}
+	thumbs := make([]thumb, len(r.Policies))
+	for j := len(r.Policies) - 1; j >= 0; j-- {
+		pol := r.Policies[j]
+		col, width := policyStyle(j, pol)
 		var legendLine *plotter.Line
 		var legendDots *plotter.Scatter
-		for _, seg := range segs {
-			l, s, err := plotter.NewLinePoints(seg)
-			if err != nil {
-				return err
+		for k, p := range []*plot.Plot{abs, rel} {
+			var segs []plotter.XYs
+			var pts plotter.XYs
+			for bi := range sw.Batches {
+				pr := sw.Probes[bi][j]
+				if pr == nil || !pr.OK {
+					if len(pts) > 0 {
+						segs, pts = append(segs, pts), nil
+					}
+					continue
+				}
+				y := pr.Throughput()
+				if k == 1 {
+					y = 100 * pr.Relative()
+				} else {
+					ymax = max(ymax, y)
+				}
+				pts = append(pts, plotter.XY{X: float64(pr.Batch), Y: y})
 			}
-			l.Color, l.Width = col, vg.Points(1.2)
-			s.Color, s.Shape, s.Radius = col, plotutil.Shape(j), vg.Points(2.5)
-			p.Add(l, s)
-			legendLine, legendDots = l, s
+			if len(pts) > 0 {
+				segs = append(segs, pts)
+			}
+			for _, seg := range segs {
+				l, s, err := plotter.NewLinePoints(seg)
+				if err != nil {
+					return err
+				}
+				l.Color, l.Width = col, width
+				s.Color, s.Shape, s.Radius = col, plotutil.Shape(j), vg.Points(2.8)
+				p.Add(l, s)
+				legendLine, legendDots = l, s
+			}
 		}
-		if legendLine != nil {
-			p.Legend.Add(pol, legendLine, legendDots)
+		thumbs[j] = thumb{legendLine, legendDots}
+	}
+	for j, pol := range r.Policies {
+		if t := thumbs[j]; t.line != nil {
+			legend.Add(pol, t.line, t.dots)
 		} else {
-			p.Legend.Add(pol+" (never fits)", plotter.NewFunction(func(float64) float64 { return math.NaN() }))
+			legend.Add(pol+" (never fits)", plotter.NewFunction(func(float64) float64 { return math.NaN() }))
 		}
 	}
-	p.Y.Max = ymax * 1.05
+	abs.Y.Max = 1.05 * ymax
 	if ymax == 0 {
-		p.Y.Max = 1
+		abs.Y.Max = 1
 	}
-	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(9*vg.Inch, 5.5*vg.Inch, filepath.Join(dir, base+ext)); err != nil {
+	rel.Y.Max = 105
+
+	const w, h = 10 * vg.Inch, 7.5 * vg.Inch
+	draw2 := func(c vg.CanvasWriterTo, path string) error {
+		dc := draw.New(c)
+		legendW := 1.9 * vg.Inch
+		plots := draw.Crop(dc, 0, -legendW, 0, 0)
+		tiles := plot.Align([][]*plot.Plot{{abs}, {rel}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(4),
+			PadBottom: vg.Points(4), PadLeft: vg.Points(4)}, plots)
+		abs.Draw(tiles[0][0])
+		rel.Draw(tiles[1][0])
+		legend.XOffs, legend.YOffs = vg.Points(8), -vg.Points(36)
+		legend.Draw(draw.Crop(dc, w-legendW, 0, 0, 0))
+		f, err := os.Create(path)
+		if err != nil {
 			return err
 		}
+		if _, err := c.WriteTo(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
-	return nil
+	if err := draw2(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
+		filepath.Join(dir, base+".png")); err != nil {
+		return err
+	}
+	return draw2(vgsvg.New(w, h), filepath.Join(dir, base+".svg"))
 }
 
 // pow2Ticks labels powers of two on a log axis.

@@ -49,6 +49,7 @@ type probeKey struct {
 	model        string
 	batch, width int64
 	policy       string
+	swapOnly     bool
 }
 
 type probeEntry struct {
@@ -85,7 +86,13 @@ func (pr *prober) count() int {
 // are not about fitting (the model or its training step cannot be
 // built): those end the benchmark.
 func (pr *prober) probe(m Model, batch, width int64, policy string) (*Probe, error) {
-	k := probeKey{m.Name, batch, width, policy}
+	return pr.probeOpts(m, batch, width, policy, false)
+}
+
+// probeOpts is probe with tsplit's planner restricted to swapping
+// (passes.Options.NoRecompute) when swapOnly is set.
+func (pr *prober) probeOpts(m Model, batch, width int64, policy string, swapOnly bool) (*Probe, error) {
+	k := probeKey{m.Name, batch, width, policy, swapOnly}
 	pr.mu.Lock()
 	e, ok := pr.memo[k]
 	if !ok {
@@ -98,7 +105,7 @@ func (pr *prober) probe(m Model, batch, width int64, policy string) (*Probe, err
 		<-e.done
 		return e.p, e.err
 	}
-	e.p, e.err = pr.plan(m, batch, width, policy)
+	e.p, e.err = pr.plan(m, batch, width, policy, swapOnly)
 	close(e.done)
 	if pr.onDone != nil {
 		pr.onDone(pr.count())
@@ -138,8 +145,14 @@ func Build(m Model, batch, width int64, small bool, optimizer string) (*ir.Model
 
 // Plan runs the whole planning pipeline on a training step. A policy
 // that panics is reported as a planning error, like one that fails.
-func Plan(g *ir.Model, prof *profile.Profile, policy string) (s *passes.State, err error) {
-	s = passes.NewState(g, &passes.Options{Budget: prof.Budget(), Profile: prof, Policy: policy})
+func Plan(g *ir.Model, prof *profile.Profile, policy string) (*passes.State, error) {
+	return PlanWith(g, &passes.Options{Budget: prof.Budget(), Profile: prof, Policy: policy})
+}
+
+// PlanWith is Plan with every planning option.
+func PlanWith(g *ir.Model, opts *passes.Options) (s *passes.State, err error) {
+	s = passes.NewState(g, opts)
+	policy := opts.Policy
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("policy %s panicked: %v", policy, r)
@@ -149,13 +162,13 @@ func Plan(g *ir.Model, prof *profile.Profile, policy string) (s *passes.State, e
 	return s, err
 }
 
-func (pr *prober) plan(m Model, batch, width int64, policy string) (*Probe, error) {
+func (pr *prober) plan(m Model, batch, width int64, policy string, swapOnly bool) (*Probe, error) {
 	p := &Probe{Model: m.Name, Batch: batch, Width: width, Policy: policy}
 	g, _, err := Build(m, batch, width, pr.cfg.Small, pr.cfg.Optimizer)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Plan(g, pr.prof, policy)
+	s, err := PlanWith(g, &passes.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: policy, NoRecompute: swapOnly})
 	if r := s.Report; r != nil {
 		p.BasePeak, p.Peak, p.Pool, p.HostPeak = r.BasePeak, r.Peak, r.Pool, r.HostPeak
 		p.BaseTime, p.Time = r.BaseTime, r.Time

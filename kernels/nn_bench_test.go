@@ -137,3 +137,14 @@ func BenchmarkConvTransposeResNet18Layer1(b *testing.B) {
 	op := nnOp(b, 17, "ConvTranspose", ins, []string{"y"}, nnAInts("pads", 1, 1, 1, 1))
 	benchOp(b, op, ins, 2*8*64*56*56*64*9)
 }
+
+// BenchmarkConvTransposeResNet18Layer3 is the input gradient of a
+// resnet18 layer-3 convolution (256 → 256 channels, 3×3 pad 1, 14×14):
+// a column matrix with more rows (256·9) than columns (14·14).
+func BenchmarkConvTransposeResNet18Layer3(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 8))
+	x, w := nnF(r, 8, 256, 14, 14), nnF(r, 256, 256, 3, 3)
+	ins := []nnIn{x, w, {}}
+	op := nnOp(b, 17, "ConvTranspose", ins, []string{"y"}, nnAInts("pads", 1, 1, 1, 1))
+	benchOp(b, op, ins, 2*8*256*14*14*256*9)
+}

@@ -602,7 +602,9 @@ func TestInfeasibleBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := NewPlanner(probe.Graph, mem, Simulate(probe.Graph, mem, prof), prof, 0).LowerBound()
+	pl := NewPlanner(probe.Graph, mem, Simulate(probe.Graph, mem, prof), prof, 0)
+	pl.SplitChoices = NewState(probe, nil).splitChoices() // as the tsplit policy plans
+	lb := pl.LowerBound()
 	if lb <= 0 || lb > mem.Peak {
 		t.Fatalf("lower bound %d for a peak of %d", lb, mem.Peak)
 	}

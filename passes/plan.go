@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/tsplit/tsplit/compiler"
@@ -97,7 +98,7 @@ type InfeasibleError struct {
 }
 
 func (e *InfeasibleError) Error() string {
-	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace) — nearest feasible budget: at least %s",
+	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace, split to the limit where it can be) — nearest feasible budget: at least %s",
 		compiler.FormatBytes(e.Budget), e.At, compiler.FormatBytes(e.Need), compiler.FormatBytes(e.LowerBound), compiler.FormatBytes(max(e.LowerBound, e.Need)))
 }
 
@@ -124,6 +125,38 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 		sort.Ints(pl.uses[id])
 	}
 	return pl
+}
+
+// splitFloor is the least device memory op's own tensors need when it is
+// split as finely as any of its split choices allows: the tensors read
+// whole plus two pieces of each split one (math.MaxInt64: not splittable).
+func (pl *Planner) splitFloor(op *ir.Op) int64 {
+	best := int64(math.MaxInt64)
+	if pl.SplitChoices == nil || !pl.Allowed[Swap] || len(op.Outputs()) != 1 || op.Output(0) == nil {
+		return best
+	}
+	y := op.Output(0)
+	for _, ch := range pl.SplitChoices(op) {
+		p := min(y.Shape[ch.Dim], int64(splitPNums[len(splitPNums)-1]))
+		if p < 2 {
+			continue
+		}
+		moved := memory.Align(y.Bytes())
+		var whole int64
+		for j, x := range op.Inputs() {
+			if x == nil {
+				continue
+			}
+			b := memory.Align(x.Bytes())
+			if j < len(ch.InputDims) && ch.InputDims[j] >= 0 {
+				moved += b
+			} else if idx := pl.Mem.ByValue[x.ID]; idx >= 0 && pl.Mem.Intervals[idx].Kind != memory.Weight {
+				whole += b
+			}
+		}
+		best = min(best, whole+2*moved/p)
+	}
+	return best
 }
 
 // LowerBound is the memory no plan of this planner goes below: the
@@ -156,23 +189,28 @@ func (pl *Planner) LowerBound() int64 {
 		run += fixed[i]
 		b := run
 		seen := map[ir.ValueID]bool{}
+		own := func(v *ir.Value) int64 {
+			if v == nil || seen[v.ID] {
+				return 0
+			}
+			seen[v.ID] = true
+			idx := pl.Mem.ByValue[v.ID]
+			if idx < 0 {
+				return 0
+			}
+			iv := &pl.Mem.Intervals[idx]
+			if iv.Kind == memory.Weight || (iv.Kind == memory.Activation && iv.End >= pl.n && iv.Start < i) {
+				return 0 // counted in fixed
+			}
+			return iv.Bytes
+		}
+		var whole int64
 		for _, list := range [][]*ir.Value{op.Inputs(), op.Outputs()} {
 			for _, v := range list {
-				if v == nil || seen[v.ID] {
-					continue
-				}
-				seen[v.ID] = true
-				idx := pl.Mem.ByValue[v.ID]
-				if idx < 0 {
-					continue
-				}
-				iv := &pl.Mem.Intervals[idx]
-				if iv.Kind == memory.Weight || (iv.Kind == memory.Activation && iv.End >= pl.n && iv.Start < i) {
-					continue // counted in fixed
-				}
-				b += iv.Bytes
+				whole += own(v)
 			}
 		}
+		b += min(whole, pl.splitFloor(op))
 		if w := pl.Mem.WorkspaceAt[i]; w >= 0 {
 			b += pl.Mem.Intervals[w].Bytes
 		}

@@ -88,7 +88,7 @@ func newBenchCmd() *cobra.Command {
 	fl.Int64Var(&cfg.ParamBatch, "param-batch", 16, "batch of the parameter-scale table")
 	fl.StringVar(&thresholds, "thresholds", "60,50", "throughput thresholds (percent of the unconstrained step) of Fig. 14a")
 	fl.Int64Var(&cfg.SweepMin, "sweep-min", 16, "smallest batch of the throughput sweep")
-	fl.IntVar(&cfg.SweepSteps, "sweep-steps", 2, "throughput-sweep batches per doubling")
+	fl.IntVar(&cfg.SweepSteps, "sweep-steps", 4, "throughput-sweep batches per doubling")
 	fl.StringVar(&cfg.Optimizer, "optimizer", "sgd", "optimizer of the training step: sgd, momentum, adam")
 	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
 	return cmd

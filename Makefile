@@ -44,7 +44,7 @@ test-go:
 	$(GO) test ./...
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./compiler
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
 
 bench:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...

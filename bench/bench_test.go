@@ -311,3 +311,24 @@ func randomInputs(g *ir.Graph, ti *compiler.TrainingInfo) map[string][]byte {
 	}
 	return out
 }
+
+func TestNonMonotone(t *testing.T) {
+	ok := func(b int64) *Probe { return &Probe{Batch: b, OK: true, Time: 1, BaseTime: 1} }
+	no := func(b int64) *Probe { return &Probe{Batch: b} }
+	r := &Results{
+		Models:      []Model{{Name: "m"}},
+		Policies:    []string{"a", "b"},
+		SampleScale: [][]Search{{{Max: 20}, {Max: 40}}},
+		Sweep: []Sweep{{Batches: []int64{16, 32, 48}, Probes: [][]*Probe{
+			{ok(16), ok(16)},
+			{no(32), no(32)}, // a: consistent; b: fails below its maximum
+			{ok(48), ok(48)}, // both plan above their maxima
+		}}},
+	}
+	got := r.NonMonotone()
+	want := []Anomaly{{"m", "b", 32, 40, false}, {"m", "a", 48, 20, true}, {"m", "b", 48, 40, true}}
+	slices.SortFunc(got, func(x, y Anomaly) int { return int(x.Batch-y.Batch)*10 + strings.Compare(x.Policy, y.Policy) })
+	if !slices.Equal(got, want) {
+		t.Errorf("NonMonotone = %v, want %v", got, want)
+	}
+}

@@ -74,15 +74,16 @@ func Write(dir string, r *Results) ([]string, error) {
 	return written, nil
 }
 
-// mdTable renders a Markdown table.
+// mdTable renders a Markdown table: numeric columns (every cell a
+// number, a ratio, "≥N" or "—") right-aligned, the others left-aligned.
 func mdTable(header []string, rows [][]string) string {
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
-	for i := range header {
-		if i == 0 {
-			b.WriteString(" --- |")
-		} else {
+	for j := range header {
+		if j > 0 && numericColumn(rows, j) {
 			b.WriteString(" ---: |")
+		} else {
+			b.WriteString(" --- |")
 		}
 	}
 	b.WriteString("\n")
@@ -90,6 +91,22 @@ func mdTable(header []string, rows [][]string) string {
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 	return b.String()
+}
+
+func numericColumn(rows [][]string, j int) bool {
+	for _, row := range rows {
+		if j >= len(row) {
+			continue
+		}
+		c := strings.TrimPrefix(row[j], "≥")
+		if c == "—" || c == "" {
+			continue
+		}
+		if c[0] < '0' || c[0] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func fmtScale(s Search) string {
@@ -465,34 +482,48 @@ func Summary(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "tsplit beaten: %s, %s: %s reaches %d, tsplit %d; %s\n", d.Table, d.Model, d.Policy, d.Value, d.Tsplit, d.swapOnlyNote())
 	}
 	for _, a := range r.NonMonotone() {
-		fmt.Fprintf(w, "not monotone: %s, %s plans batch %d in the sweep, above its searched maximum %d\n", a.Model, a.Policy, a.Batch, a.Max)
+		fmt.Fprintf(w, "not monotone: %s\n", a)
 	}
 }
 
-// Above is a sweep point where a policy plans a batch larger than the
-// maximum its search found: the search assumes that fitting is monotone
-// in the batch, and this shows a planner for which it is not.
-type Above struct {
+// Anomaly is a sweep point that contradicts a policy's searched
+// maximum: a batch above it that plans, or one below it that does not.
+// The searches assume that a policy that plans a batch plans every
+// smaller one; an anomaly shows a planner for which that is not so.
+type Anomaly struct {
 	Model, Policy string
 	Batch, Max    int64
+	// Fits: the batch is above the maximum and plans; otherwise it is
+	// below the maximum and does not.
+	Fits bool
 }
 
-// NonMonotone lists the sweep points above a policy's searched maximum
-// that still fit.
-func (r *Results) NonMonotone() []Above {
-	var out []Above
+// NonMonotone lists the sweep's anomalies.
+func (r *Results) NonMonotone() []Anomaly {
+	var out []Anomaly
 	for i, m := range r.Models {
 		sw := r.Sweep[i]
 		for j, pol := range r.Policies {
 			max := r.SampleScale[i][j].Max
 			for bi, b := range sw.Batches {
-				if p := sw.Probes[bi][j]; b > max && p != nil && p.OK {
-					out = append(out, Above{m.Name, pol, b, max})
+				p := sw.Probes[bi][j]
+				if p == nil {
+					continue
+				}
+				if (b > max && p.OK) || (b < max && !p.OK) {
+					out = append(out, Anomaly{m.Name, pol, b, max, p.OK})
 				}
 			}
 		}
 	}
 	return out
+}
+
+func (a Anomaly) String() string {
+	if a.Fits {
+		return fmt.Sprintf("%s, %s: batch %d plans, above the searched maximum %d", a.Model, a.Policy, a.Batch, a.Max)
+	}
+	return fmt.Sprintf("%s, %s: batch %d does not plan, below the searched maximum %d", a.Model, a.Policy, a.Batch, a.Max)
 }
 
 // swapOnlyNote says how tsplit restricted to swapping fares at the size

@@ -97,11 +97,11 @@ func readme(r *Results) string {
 	}
 
 	if a := r.NonMonotone(); len(a) > 0 {
-		w("**Where fitting is not monotone in the batch.** The searches assume that a policy that plans a batch plans every " +
-			"smaller one. The sweep found these batches planned above the searched maximum, so for these policies the tables give " +
-			"the first boundary the search met, not necessarily the largest batch that plans:\n\n")
+		w("**Where planning is not monotone in the batch.** The searches assume that a policy that plans a batch plans every " +
+			"smaller one. The throughput sweep contradicts that at these points, so for these policies a table gives the boundary " +
+			"the search met, which is not the only one:\n\n")
 		for _, x := range a {
-			w("- %s, %s: batch %d plans, searched maximum %d.\n", x.Model, x.Policy, x.Batch, x.Max)
+			w("- %s.\n", x)
 		}
 		w("\n")
 	}

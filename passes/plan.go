@@ -80,9 +80,7 @@ type Planner struct {
 	activeAt int
 	// splitDone marks ops already split in this round.
 	splitDone map[ir.OpID]bool
-	// pinned marks inputs of recomputed producers: evicting them would
-	// leave the clone nothing to read.
-	pinned []bool
+
 	outOcc []float64
 	inOcc  []float64
 	opTime []float64
@@ -107,7 +105,7 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 	n := len(mem.Order)
 	pl := &Planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, pinned: make([]bool, g.NumValueIDs()), outOcc: append([]float64(nil), tl.OutOcc...),
+		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	pl.activeAt = -1
@@ -251,9 +249,11 @@ func (pl *Planner) Run() (*Plan, error) {
 			plan.Decisions = append(plan.Decisions, &d)
 			pl.decided[d.Value.ID] = true
 			if d.Option == Recompute {
+				// The clone reads the producer's inputs at d.Before: a use
+				// later evictions of those inputs must respect.
 				for _, w := range d.Value.Def.Inputs() {
 					if w != nil {
-						pl.pinned[w.ID] = true
+						pl.addUse(w, d.Before)
 					}
 				}
 			}
@@ -312,7 +312,7 @@ func (pl *Planner) candidates(i int) []candidate {
 	for _, idx := range pl.liveAt(i) {
 		iv := &pl.Mem.Intervals[idx]
 		v := iv.Value
-		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] || pl.pinned[v.ID] {
+		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] {
 			continue
 		}
 		if reads(op, v) {
@@ -375,6 +375,19 @@ func (pl *Planner) liveAt(i int) []int {
 		pl.activeAt = i
 	}
 	return pl.active
+}
+
+// addUse records a use of v at position q (a recompute clone's read).
+func (pl *Planner) addUse(v *ir.Value, q int) {
+	u := pl.uses[v.ID]
+	k := sort.SearchInts(u, q)
+	if k < len(u) && u[k] == q {
+		return
+	}
+	u = append(u, 0)
+	copy(u[k+1:], u[k:])
+	u[k] = q
+	pl.uses[v.ID] = u
 }
 
 func reads(op *ir.Op, v *ir.Value) bool {

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -33,11 +34,26 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		an[k] = a
 	}
 	fresh := g.FreshName
-	for k, d := range plan.Decisions {
+	// Swaps first, then recomputes: a clone may read a tensor that a swap
+	// of this round restores, and must then read the restored copy.
+	type restore struct {
+		swapIn *ir.Op
+		value  *ir.Value
+	}
+	restored := map[*ir.Value]restore{}
+	idx := make([]int, len(plan.Decisions))
+	for k := range idx {
+		idx[k] = k
+	}
+	sort.SliceStable(idx, func(x, y int) bool {
+		return plan.Decisions[idx[x]].Option == Swap && plan.Decisions[idx[y]].Option != Swap
+	})
+	for _, k := range idx {
+		d := plan.Decisions[k]
 		v := d.Value
 		a := an[k]
 		pos := g.Position()
-		var restored *ir.Value
+		var back *ir.Value
 		switch d.Option {
 		case Swap:
 			host := fresh(v.Name + "/host")
@@ -62,7 +78,8 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			if err := ir.InferAndSet(si, m.Opset(ir.Domain)); err != nil {
 				return err
 			}
-			restored = si.Output(0)
+			back = si.Output(0)
+			restored[v] = restore{si, back}
 		case Recompute:
 			def := v.Def
 			names := make([]string, len(def.Outputs()))
@@ -72,7 +89,15 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 				}
 			}
 			attrs := append([]ir.Attr(nil), def.Attrs...)
-			c, err := g.InsertOp(pos[a.before.ID], def.Type, def.Domain, fresh(def.Name+"/recompute"), def.Inputs(), names, attrs)
+			inputs := append([]*ir.Value(nil), def.Inputs()...)
+			for j, w := range inputs {
+				// Read a swapped input's restored copy when the clone runs
+				// after its swap-in.
+				if r, ok := restored[w]; ok && pos[r.swapIn.ID] < pos[a.before.ID] {
+					inputs[j] = r.value
+				}
+			}
+			c, err := g.InsertOp(pos[a.before.ID], def.Type, def.Domain, fresh(def.Name+"/recompute"), inputs, names, attrs)
 			if err != nil {
 				return err
 			}
@@ -80,15 +105,15 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			if err := ir.InferAndSet(c, m.Opset(def.Domain)); err != nil {
 				return err
 			}
-			restored = c.Output(v.DefIndex)
+			back = c.Output(v.DefIndex)
 		default:
 			continue
 		}
 		pos = g.Position()
 		limit := pos[a.before.ID]
 		for _, u := range append([]ir.Use(nil), v.Uses()...) {
-			if u.Op != restored.Def && pos[u.Op.ID] >= limit {
-				u.Op.SetInput(u.Index, restored)
+			if u.Op != back.Def && pos[u.Op.ID] >= limit {
+				u.Op.SetInput(u.Index, back)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tsplit/tsplit/compiler"
@@ -250,19 +251,21 @@ func differences(r *Results) string {
 
 	// 7. tsplit beaten.
 	if len(r.Diagnoses) > 0 {
-		swapOnly := 0
+		w("- **Where tsplit is beaten.** tsplit's planner (Alg. 2) is greedy: it walks the schedule and, at each position " +
+			"over the budget, takes the candidate with the smallest ΔT/ΔM and never revisits a decision, so an early cheap choice " +
+			"can leave a later bottleneck with too little to evict; and a plan whose peak fits can still fail its static layout " +
+			"(fragmentation). At each place listed under the tables, why tsplit's own search stopped, and what tsplit restricted " +
+			"to swapping (passes.Options.NoRecompute) does at the other policy's size:\n")
+		ts := r.column("tsplit")
 		for _, d := range r.Diagnoses {
-			if d.SwapOnly != nil && d.SwapOnly.OK {
-				swapOnly++
+			i := slices.IndexFunc(r.Models, func(m Model) bool { return m.Name == d.Model })
+			t := r.SampleScale
+			if d.Table == ParamScaleTable {
+				t = r.ParamScale
 			}
+			w("  - %s, %s: %s reaches %d; tsplit stops at %d (%s); %s.\n", d.Table, d.Model, d.Policy, d.Value, d.Tsplit,
+				shortReason(t[i][ts].Stop), d.swapOnlyNote())
 		}
-		w("- **Where tsplit is beaten.** tsplit's planner (Alg. 2) walks the schedule and, at each position over the " +
-			"budget, takes the candidate with the smallest ΔT/ΔM and never revisits a decision. Recomputing a tensor is often " +
-			"the cheapest, but it pins the recomputed op's inputs (they must stay resident for the clone to read them), which " +
-			"removes them from later bottlenecks' candidates, so the planner can report that nothing is left to evict where " +
-			"another policy still fits. ")
-		w("Of the %d places listed under the tables, tsplit restricted to swapping (passes.Options.NoRecompute) plans %d at "+
-			"the other policy's size: there tsplit's own recomputation choices, not the budget, are what stops it.\n", len(r.Diagnoses), swapOnly)
 	}
 
 	// 8. throughput.

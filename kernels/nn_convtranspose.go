@@ -203,6 +203,21 @@ func col2im[T nnElem](g *nnGeom, col []T, r0, r1, p0, p1 int, y []T) {
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	IH, IW := g.in[1], g.in[2]
 	sw, w := g.s[2], p1-p0
+	// Per kernel tap: the offsets it adds to id·s and ih·s, and the
+	// input columns [wlo, whi) whose iw·s + offW lands in the output.
+	type tap struct{ offD, offH, offW, wlo, whi int }
+	taps := make([]tap, kVol)
+	for t := range taps {
+		kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
+		tp := tap{offD: kd*g.d[0] - g.pb[0], offH: kh*g.d[1] - g.pb[1], offW: kw*g.d[2] - g.pb[2]}
+		tp.wlo, tp.whi = nnRange(tp.offW, sw, OW, IW)
+		taps[t] = tp
+	}
+	// The input rows (id, ih), flattened as ri = id·IH + ih, that columns
+	// [p0, p1) touch: [ri0, ri1), starting at (id0, ih0). Row ri's pixel
+	// iw is column ri·IW + iw, at src[ri·IW + iw - p0].
+	ri0, ri1 := p0/IW, (p1+IW-1)/IW
+	id0, ih0 := ri0/IH, ri0%IH
 	c0, c1 := r0/kVol, (r1+kVol-1)/kVol // channels with rows in the block
 	Parallel(c1-c0, func(lo, hi int) {
 		for ci := c0 + lo; ci < c0+hi; ci++ {
@@ -211,41 +226,34 @@ func col2im[T nnElem](g *nnGeom, col []T, r0, r1, p0, p1 int, y []T) {
 				clear(yc)
 			}
 			for t := max(0, r0-ci*kVol); t < min(kVol, r1-ci*kVol); t++ {
-				kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
-				src := col[(ci*kVol+t-r0)*w:][:w]
-				offW := kw*g.d[2] - g.pb[2]
-				wlo, whi := nnRange(offW, sw, OW, IW)
-				if wlo >= whi {
+				tp := taps[t]
+				if tp.wlo >= tp.whi {
 					continue
 				}
-				// Input rows (id, ih), flattened as ri = id·IH + ih, that
-				// columns [p0, p1) touch; row ri's pixel iw is column
-				// ri·IW + iw, at src[ri·IW + iw - p0].
-				ri := p0 / IW
-				id, ih := ri/IH, ri%IH
-				for ; ri*IW < p1; ri, ih = ri+1, ih+1 {
+				src := col[(ci*kVol+t-r0)*w:][:w]
+				id, ih := id0, ih0
+				for ri := ri0; ri < ri1; ri, ih = ri+1, ih+1 {
 					if ih == IH {
 						id, ih = id+1, 0
 					}
-					od := id*g.s[0] - g.pb[0] + kd*g.d[0]
-					oh := ih*g.s[1] - g.pb[1] + kh*g.d[1]
+					od, oh := id*g.s[0]+tp.offD, ih*g.s[1]+tp.offH
 					if od < 0 || od >= OD || oh < 0 || oh >= OH {
 						continue
 					}
 					base := ri*IW - p0
-					a, b := max(wlo, -base), min(whi, w-base)
+					a, b := max(tp.wlo, -base), min(tp.whi, w-base)
 					if a >= b {
 						continue
 					}
 					s := src[base+a : base+b]
 					row := yc[(od*OH+oh)*OW:][:OW]
 					if sw == 1 {
-						r := row[a+offW : b+offW]
+						r := row[a+tp.offW : b+tp.offW]
 						for j, v := range s {
 							r[j] += v
 						}
 					} else {
-						ow := a*sw + offW
+						ow := a*sw + tp.offW
 						for _, v := range s {
 							row[ow] += v
 							ow += sw

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,66 +152,24 @@ func accPlan(t testing.TB, fam accFamily, opts compiler.TrainOptions) *accPlanne
 	return p
 }
 
-// accInputs makes seeded inputs for a training step: floats uniform in
-// [-1, 1), labels in [0, classes), token ids in [0, vocab).
+// accInputs makes seeded inputs for a training step (compiler.RandomInputs).
 func accInputs(t testing.TB, m *ir.Model, name string) map[string][]byte {
 	t.Helper()
-	ti, err := compiler.ReadTrainingInfo(m)
-	if err != nil || ti == nil {
-		t.Fatalf("not a training step: %v", err)
+	in, err := compiler.RandomInputs(m, 7)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(7, 0x61636365707400))
-	out := map[string][]byte{}
-	for _, v := range m.Graph.Inputs {
-		if v.Kind == ir.KindInit {
-			continue
-		}
-		n, _ := v.Shape.NumElements()
-		b := make([]byte, v.Bytes())
-		switch v.DType {
-		case ir.Float:
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.Float64()*2-1)))
-			}
-		case ir.Int64:
-			hi := int64(10)
-			if v.Name == ti.Labels && ti.Classes > 0 {
-				hi = ti.Classes
-			} else if vocab := zoo.SmallConfig(name).Vocab; vocab > 0 {
-				hi = vocab
-			}
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.Int64N(hi)))
-			}
-		default:
-			t.Fatalf("input %q: no data for %v", v.Name, v.DType)
-		}
-		out[v.Name] = b
-	}
-	return out
+	return in
 }
 
 // accRunPlanned runs a planned step as `tsplitc --run` does: on a CPU
 // device whose pool is pool bytes, every tensor at its layout offset.
 func accRunPlanned(t testing.TB, m *ir.Model, pool int64, in map[string][]byte) (*executor.Result, *executor.Executor) {
 	t.Helper()
-	enc, ok := m.Meta[memory.LayoutKey]
-	if !ok {
+	if _, ok := m.Meta[memory.LayoutKey]; !ok {
 		t.Fatal("the planned model has no layout")
 	}
-	l, err := memory.DecodeLayout(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	probeDev, err := cpu.New(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe, err := executor.New(m, probeDev, executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	place, err := probe.Mem.Placement(l)
+	xopts, _, err := executor.PlannedOptions(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +177,7 @@ func accRunPlanned(t testing.TB, m *ir.Model, pool int64, in map[string][]byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := executor.New(m, dev, executor.Options{Placement: place})
+	x, err := executor.New(m, dev, xopts)
 	if err != nil {
 		t.Fatal(err)
 	}

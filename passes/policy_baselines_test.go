@@ -2,10 +2,7 @@ package passes
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -75,30 +72,9 @@ func planWith(t testing.TB, name string, c *PolicyContext) *Plan {
 
 // stepInputs makes seeded inputs for a training step.
 func stepInputs(m *ir.Model) map[string][]byte {
-	ti, _ := compiler.ReadTrainingInfo(m)
-	rng := rand.New(rand.NewPCG(7, 11))
-	in := map[string][]byte{}
-	for _, v := range m.Graph.Inputs {
-		if v.Kind == ir.KindInit {
-			continue
-		}
-		n, _ := v.Shape.NumElements()
-		b := make([]byte, v.Bytes())
-		switch v.DType {
-		case ir.Float:
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.Float64()*2-1)))
-			}
-		case ir.Int64:
-			hi := 10
-			if ti != nil && ti.Classes > 0 {
-				hi = int(ti.Classes)
-			}
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(hi)))
-			}
-		}
-		in[v.Name] = b
+	in, err := compiler.RandomInputs(m, 11)
+	if err != nil {
+		panic(err)
 	}
 	return in
 }
@@ -107,19 +83,9 @@ func stepInputs(m *ir.Model) map[string][]byte {
 // model's planned layout when it has one (as tsplitc --run does).
 func runStep(t testing.TB, m *ir.Model, pool int64, in map[string][]byte) *executor.Result {
 	t.Helper()
-	var xopts executor.Options
-	if s, ok := m.Meta[memory.LayoutKey]; ok {
-		l, err := memory.DecodeLayout(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem, err := memory.Analyze(m.Graph, memory.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if xopts.Placement, err = mem.Placement(l); err != nil {
-			t.Fatal(err)
-		}
+	xopts, _, err := executor.PlannedOptions(m)
+	if err != nil {
+		t.Fatal(err)
 	}
 	dev, err := cpu.New(pool)
 	if err != nil {

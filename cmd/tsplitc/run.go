@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -19,7 +17,6 @@ import (
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/tensorfile"
 	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/memory"
 )
 
 // runFlags are the flags of `tsplitc --run`.
@@ -65,23 +62,14 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	probe, err := executor.New(m, nullDevice{}, executor.Options{})
-	if err != nil {
+	if _, err := executor.New(m, nullDevice{}, executor.Options{}); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	// A planned model carries its static layout: every tensor at a fixed
 	// offset, in a pool of the plan's size.
-	var xopts executor.Options
-	need := probe.Mem.Need()
-	if s, ok := m.Meta[memory.LayoutKey]; ok {
-		l, err := memory.DecodeLayout(s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if xopts.Placement, err = probe.Mem.Placement(l); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		need = l.Pool
+	xopts, need, err := executor.PlannedOptions(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	pool := need
 	if f.memory != "" {
@@ -97,7 +85,7 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	inputs, err := makeInputs(m.Graph, f.inputs, f.seed, ti)
+	inputs, err := makeInputs(m, f.inputs, f.seed)
 	if err != nil {
 		return err
 	}
@@ -199,10 +187,10 @@ var typeNames = map[string]ir.DType{
 	"int64": ir.Int64, "uint64": ir.Uint64, "bool": ir.Bool,
 }
 
-// makeInputs reads inputs from a tensor file or makes seeded random
-// data of the right shapes and types: floats uniform in [-1, 1),
-// integers in [0, 10), booleans fair coins.
-func makeInputs(g *ir.Graph, file string, seed uint64, ti *compiler.TrainingInfo) (map[string][]byte, error) {
+// makeInputs reads inputs from a tensor file, and makes seeded random
+// data (compiler.RandomInputs) for the inputs it does not give.
+func makeInputs(m *ir.Model, file string, seed uint64) (map[string][]byte, error) {
+	g := m.Graph
 	var given map[string]*tensorfile.Tensor
 	if file != "" {
 		var err error
@@ -210,55 +198,19 @@ func makeInputs(g *ir.Graph, file string, seed uint64, ti *compiler.TrainingInfo
 			return nil, fmt.Errorf("--inputs %s: %w", file, err)
 		}
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x7473706c6974))
-	out := map[string][]byte{}
-	for _, v := range g.Inputs {
-		if v.Kind == ir.KindInit {
-			continue
-		}
-		if t, ok := given[v.Name]; ok {
-			if typeNames[t.Type] != v.DType || !ir.Shape(t.Dims).Equal(v.Shape) {
-				return nil, fmt.Errorf("--inputs %s: %q is %s%v, the model wants %v%v", file, v.Name, t.Type, t.Dims, v.DType, v.Shape)
-			}
-			out[v.Name] = t.Data
-			continue
-		}
-		n, _ := v.Shape.NumElements()
-		b := make([]byte, v.Bytes())
-		switch v.DType {
-		case ir.Float:
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.Float64()*2-1)))
-			}
-		case ir.Double:
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(rng.Float64()*2-1))
-			}
-		case ir.Int64:
-			hi := 10
-			if ti != nil && v.Name == ti.Labels && ti.Classes > 0 {
-				hi = int(ti.Classes) // class labels in [0, C)
-			}
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(hi)))
-			}
-		case ir.Int32:
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint32(b[4*i:], uint32(rng.IntN(10)))
-			}
-		case ir.Bool, ir.Uint8, ir.Int8:
-			for i := int64(0); i < n; i++ {
-				b[i] = byte(rng.IntN(2))
-			}
-		default:
-			return nil, fmt.Errorf("input %q: no random data for element type %v (give it with --inputs)", v.Name, v.DType)
-		}
-		out[v.Name] = b
+	out, err := compiler.RandomInputs(m, seed)
+	if err != nil {
+		return nil, fmt.Errorf("%v (give it with --inputs)", err)
 	}
-	for name := range given {
-		if v := g.Lookup(name); v == nil || v.Kind != ir.KindInput {
+	for name, t := range given {
+		v := g.Lookup(name)
+		if v == nil || v.Kind == ir.KindOp {
 			return nil, fmt.Errorf("--inputs %s: the model has no input %q", file, name)
 		}
+		if typeNames[t.Type] != v.DType || !ir.Shape(t.Dims).Equal(v.Shape) {
+			return nil, fmt.Errorf("--inputs %s: %q is %s%v, the model wants %v%v", file, name, t.Type, t.Dims, v.DType, v.Shape)
+		}
+		out[name] = t.Data
 	}
 	return out, nil
 }

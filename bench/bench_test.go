@@ -2,10 +2,8 @@ package bench
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/csv"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,8 +15,6 @@ import (
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
-	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/passes"
 )
 
@@ -235,7 +231,7 @@ func TestSmallPlansRun(t *testing.T) {
 				continue
 			}
 			t.Run(m.Name+"/"+strings.ReplaceAll(c.what, " ", "-"), func(t *testing.T) {
-				g, ti, err := Build(m, c.batch, c.width, true, r.Config.Optimizer)
+				g, _, err := Build(m, c.batch, c.width, true, r.Config.Optimizer)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -243,30 +239,28 @@ func TestSmallPlansRun(t *testing.T) {
 				if err != nil {
 					t.Fatalf("batch %d, k %d: the benchmark planned it, now: %v", c.batch, c.width, err)
 				}
-				l, err := memory.DecodeLayout(g.Meta[memory.LayoutKey])
+				// As `tsplitc --run` does: the plan's static layout in a pool
+				// of exactly the budget.
+				opts, pool, err := executor.PlannedOptions(g)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if l.Pool > budget {
-					t.Fatalf("pool %d over the budget %d", l.Pool, budget)
-				}
-				mem, err := memory.Analyze(g.Graph, memory.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				place, err := mem.Placement(l)
-				if err != nil {
-					t.Fatal(err)
+				if pool > budget {
+					t.Fatalf("pool %d over the budget %d", pool, budget)
 				}
 				dev, err := cpu.New(budget)
 				if err != nil {
 					t.Fatal(err)
 				}
-				x, err := executor.New(g, dev, executor.Options{Placement: place})
+				x, err := executor.New(g, dev, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := x.Run(randomInputs(g.Graph, ti))
+				in, err := compiler.RandomInputs(g, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := x.Run(in)
 				if err != nil {
 					t.Fatalf("batch %d, k %d (%d swapped, %d recomputed, %d split): %v", c.batch, c.width,
 						s.Report.Swapped, s.Report.Recomputed, s.Report.Split, err)
@@ -279,37 +273,6 @@ func TestSmallPlansRun(t *testing.T) {
 			})
 		}
 	}
-}
-
-// randomInputs makes seeded data for every graph input: small floats
-// (weights and images), class labels below the class count, token ids
-// below 10.
-func randomInputs(g *ir.Graph, ti *compiler.TrainingInfo) map[string][]byte {
-	rng := rand.New(rand.NewPCG(1, 2))
-	out := map[string][]byte{}
-	for _, v := range g.Inputs {
-		if v.Kind == ir.KindInit {
-			continue
-		}
-		n, _ := v.Shape.NumElements()
-		b := make([]byte, v.Bytes())
-		switch v.DType {
-		case ir.Float:
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.Float64()*0.2-0.1)))
-			}
-		case ir.Int64:
-			hi := 10
-			if ti != nil && v.Name == ti.Labels && ti.Classes > 0 {
-				hi = int(ti.Classes)
-			}
-			for i := int64(0); i < n; i++ {
-				binary.LittleEndian.PutUint64(b[8*i:], uint64(rng.IntN(hi)))
-			}
-		}
-		out[v.Name] = b
-	}
-	return out
 }
 
 func TestNonMonotone(t *testing.T) {

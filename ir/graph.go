@@ -189,6 +189,9 @@ func (g *Graph) insertOp(pos int, typ, domain, name string, inputs []*Value, out
 
 // RemoveOp deletes an op whose outputs are unused and not graph outputs.
 func (g *Graph) RemoveOp(op *Op) error {
+	if op.removed || op.g != g {
+		return fmt.Errorf("ir: cannot remove %s: it is not in the graph", op.Describe())
+	}
 	for _, v := range op.outputs {
 		if v == nil {
 			continue

@@ -46,6 +46,9 @@ type Plan struct {
 	Budget    int64
 	Decisions []*Decision
 	Splits    []*SplitDecision
+	// Partial marks a round that stopped at a bottleneck it could not
+	// clear yet; planning continues on the rewritten graph.
+	Partial bool
 }
 
 // SplitChoice is one way an op can be split: along output dimension Dim,
@@ -240,6 +243,14 @@ func (pl *Planner) Run() (*Plan, error) {
 					pl.saved[k] += sp.d.DeltaM
 				}
 				continue
+			}
+			if c == nil && len(plan.Decisions)+len(plan.Splits) > 0 {
+				// Stuck, but this round evicted something: a tensor can be
+				// decided once per round, so values it restores (and the
+				// later gaps of the tensors it decided) become candidates
+				// only on the rewritten graph. End the round here.
+				plan.Partial = true
+				return plan, nil
 			}
 			if c == nil {
 				return nil, &InfeasibleError{Budget: pl.Budget, At: pl.Mem.Order[i].Describe(),

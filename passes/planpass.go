@@ -86,7 +86,7 @@ type DecisionReport struct {
 // maxRounds bounds plan-and-rewrite rounds. A round plans on the
 // current graph with the analytic cost model; the exact memory model of
 // the rewritten graph then decides whether another round is needed.
-const maxRounds = 8
+const maxRounds = 24
 
 func profileOf(s *State) *profile.Profile {
 	if s.Opts.Profile != nil {
@@ -125,6 +125,22 @@ var PlanMemory = &Pass{
 		// plan still needs a bigger pool.
 		target := budget
 		fragRounds := 0
+		// The lower bound reported on failure is the input graph's: later
+		// rounds plan on a rewritten graph.
+		var lowerBound int64 = -1
+		baseBound := func() int64 {
+			if lowerBound < 0 {
+				lb := NewPlanner(g, base, baseTL, p, budget)
+				if !s.Opts.NoSwap && policyName(s.Opts.Policy) == "tsplit" {
+					lb.SplitChoices = s.splitChoices()
+				}
+				lowerBound = lb.LowerBound()
+			}
+			return lowerBound
+		}
+		if mem.Peak > budget {
+			baseBound() // before the graph changes
+		}
 		for round := 0; ; round++ {
 			if mem.Peak <= target {
 				l := mem.MakeLayout()
@@ -156,6 +172,7 @@ var PlanMemory = &Pass{
 					// layout's fragmentation: what stays live must fit with it.
 					ie.Need += budget - target
 					ie.Budget = budget
+					ie.LowerBound = baseBound()
 				}
 				return nil, err
 			}

@@ -173,8 +173,10 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		return err
 	}
 	// Swap-ins that only fed the split op are dead now.
+	gone := map[*ir.Op]bool{}
 	for _, x := range op.Inputs() {
-		if x != nil && x.Def != nil && ir.CopyOf(x.Def) == ir.ToDevice && x.NumUses() == 0 && !isOutput(g, x) {
+		if x != nil && x.Def != nil && !gone[x.Def] && ir.CopyOf(x.Def) == ir.ToDevice && x.NumUses() == 0 && !isOutput(g, x) {
+			gone[x.Def] = true
 			if err := g.RemoveOp(x.Def); err != nil {
 				return err
 			}

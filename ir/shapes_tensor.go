@@ -734,15 +734,9 @@ func inferGather(c *InferCtx) error {
 	if t == nil || it == nil || !foldSize(out) {
 		return nil
 	}
-	dim := x.Shape[axis]
-	idx := it.Int64s()
-	for k, v := range idx {
-		if v < -dim || v >= dim {
-			return c.Errorf("input 1 (indices) has %d at position %d, out of range for axis %d of size %d", v, k, axis, dim)
-		}
-		if v < 0 {
-			idx[k] = v + dim
-		}
+	idx, err := foldIndices(c, it, axis, x.Shape[axis])
+	if err != nil {
+		return err
 	}
 	st, ist := strides(t.Shape), strides(it.Shape)
 	q := len(it.Shape)
@@ -788,15 +782,9 @@ func inferGatherElements(c *InferCtx) error {
 	if t == nil || it == nil || !foldSize(out) {
 		return nil
 	}
-	dim := x.Shape[axis]
-	idx := it.Int64s()
-	for k, v := range idx {
-		if v < -dim || v >= dim {
-			return c.Errorf("input 1 (indices) has %d at position %d, out of range for axis %d of size %d", v, k, axis, dim)
-		}
-		if v < 0 {
-			idx[k] = v + dim
-		}
+	idx, err := foldIndices(c, it, axis, x.Shape[axis])
+	if err != nil {
+		return err
 	}
 	st := strides(t.Shape)
 	k := 0
@@ -937,4 +925,19 @@ func inferWhere(c *InferCtx) error {
 	}
 	c.SetConst(0, &Tensor{DType: x.DType, Shape: out, Raw: raw})
 	return nil
+}
+
+// foldIndices reads constant Gather/GatherElements indices, checking
+// them against the axis size and making negative ones positive.
+func foldIndices(c *InferCtx, it *Tensor, axis int, dim int64) ([]int64, error) {
+	idx := it.Int64s()
+	for k, v := range idx {
+		if v < -dim || v >= dim {
+			return nil, c.Errorf("input 1 (indices) has %d at position %d, out of range for axis %d of size %d", v, k, axis, dim)
+		}
+		if v < 0 {
+			idx[k] = v + dim
+		}
+	}
+	return idx, nil
 }

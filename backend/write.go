@@ -341,7 +341,7 @@ func nodeProto(op *ir.Op) *onnxpb.NodeProto {
 		n.DocString = src.DocString
 		n.Overload = src.Overload
 		for _, kv := range src.MetadataProps {
-			if kv.GetKey() != ir.PhaseKey && kv.GetKey() != ir.HostKey {
+			if k := kv.GetKey(); k != ir.PhaseKey && k != ir.HostKey && k != ir.OriginKey {
 				n.MetadataProps = append(n.MetadataProps, kv)
 			}
 		}
@@ -366,6 +366,9 @@ func nodeProto(op *ir.Op) *onnxpb.NodeProto {
 	n.OpType = proto.String(op.Type)
 	if op.Phase != ir.Forward {
 		n.MetadataProps = append(n.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(ir.PhaseKey), Value: proto.String(op.Phase.String())})
+	}
+	if op.Origin != "" {
+		n.MetadataProps = append(n.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(ir.OriginKey), Value: proto.String(op.Origin)})
 	}
 	if op.Host {
 		n.MetadataProps = append(n.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(ir.HostKey), Value: proto.String("1")})

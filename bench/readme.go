@@ -50,42 +50,10 @@ func readme(r *Results) string {
 	w("Policies (every one registered when the benchmark ran, in table order): %s.\n\n", "`"+strings.Join(r.Policies, "`, `")+"`")
 
 	w("## Largest sample scale — Table IV\n\n%s\n", scaleTable(r, r.SampleScale, true))
-	w("### tsplit over base, next to the paper\n\n")
-	rows = nil
-	for i, m := range r.Models {
-		row := []string{m.Display}
-		bs, _ := scaleOf(r, r.SampleScale, i, "base")
-		ts, _ := scaleOf(r, r.SampleScale, i, "tsplit")
-		row = append(row, fmtScale(bs), fmtScale(ts), tsplitOverBase(r, r.SampleScale, i))
-		if m.Paper != nil {
-			pb, pt := m.Paper.SampleScale["base"], m.Paper.SampleScale["tsplit"]
-			row = append(row, fmt.Sprint(pb), fmt.Sprint(pt), paperRatio(m, true), ratio(bs.Max, pb), ratio(ts.Max, pt))
-		} else {
-			row = append(row, "—", "—", "—", "—", "—")
-		}
-		rows = append(rows, row)
-	}
-	w("%s\n", mdTable([]string{"Model", "base", "tsplit", "tsplit / base", "paper Base", "paper TSPLIT", "paper TSPLIT / Base",
-		"base / paper Base", "tsplit / paper TSPLIT"}, rows))
+	w("### tsplit over base, next to the paper\n\n%s\n", paperTable(r, r.SampleScale, true))
 
 	w("## Largest parameter scale at batch %d — Table V\n\n%s\n", c.ParamBatch, scaleTable(r, r.ParamScale, false))
-	w("### tsplit over base, next to the paper\n\n")
-	rows = nil
-	for i, m := range r.Models {
-		row := []string{m.Display}
-		bs, _ := scaleOf(r, r.ParamScale, i, "base")
-		ts, _ := scaleOf(r, r.ParamScale, i, "tsplit")
-		row = append(row, fmtScale(bs), fmtScale(ts), tsplitOverBase(r, r.ParamScale, i))
-		if m.Paper != nil {
-			pb, pt := m.Paper.ParamScale["base"], m.Paper.ParamScale["tsplit"]
-			row = append(row, fmt.Sprint(pb), fmt.Sprint(pt), paperRatio(m, false), ratio(bs.Max, pb), ratio(ts.Max, pt))
-		} else {
-			row = append(row, "—", "—", "—", "—", "—")
-		}
-		rows = append(rows, row)
-	}
-	w("%s\n", mdTable([]string{"Model", "base", "tsplit", "tsplit / base", "paper Base", "paper TSPLIT", "paper TSPLIT / Base",
-		"base / paper Base", "tsplit / paper TSPLIT"}, rows))
+	w("### tsplit over base, next to the paper\n\n%s\n", paperTable(r, r.ParamScale, false))
 
 	if len(r.Diagnoses) > 0 {
 		w("**Where another policy goes further than tsplit** (see [Differences from the paper](#differences-from-the-paper)):\n\n")
@@ -305,4 +273,28 @@ func paramCount(r *Results, m Model, k int64) (int64, error) {
 		zc.Width *= float64(k)
 	}
 	return zoo.ParamCount(m.Zoo, zc)
+}
+
+// paperTable sets tsplit's and base's maxima of one table (sample or
+// parameter scale) next to the paper's.
+func paperTable(r *Results, t [][]Search, sample bool) string {
+	var rows [][]string
+	for i, m := range r.Models {
+		bs, _ := scaleOf(r, t, i, "base")
+		ts, _ := scaleOf(r, t, i, "tsplit")
+		row := []string{m.Display, fmtScale(bs), fmtScale(ts), tsplitOverBase(r, t, i)}
+		if m.Paper != nil {
+			paper := m.Paper.ParamScale
+			if sample {
+				paper = m.Paper.SampleScale
+			}
+			pb, pt := paper["base"], paper["tsplit"]
+			row = append(row, fmt.Sprint(pb), fmt.Sprint(pt), paperRatio(m, sample), ratio(bs.Max, pb), ratio(ts.Max, pt))
+		} else {
+			row = append(row, "—", "—", "—", "—", "—")
+		}
+		rows = append(rows, row)
+	}
+	return mdTable([]string{"Model", "base", "tsplit", "tsplit / base", "paper Base", "paper TSPLIT", "paper TSPLIT / Base",
+		"base / paper Base", "tsplit / paper TSPLIT"}, rows)
 }

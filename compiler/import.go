@@ -474,6 +474,9 @@ func (b *builder) addNode(g *ir.Graph, n *onnxpb.NodeProto) error {
 			}
 			op.Phase = p
 		}
+		if kv.GetKey() == ir.OriginKey {
+			op.Origin = kv.GetValue()
+		}
 		if kv.GetKey() == ir.HostKey {
 			op.Host = kv.GetValue() == "1"
 		}

@@ -63,6 +63,9 @@ func Dump(w io.Writer, g *Graph) error {
 		if op.Phase != Forward {
 			b.WriteString(" [" + op.Phase.String() + "]")
 		}
+		if op.Origin != "" {
+			b.WriteString(" [" + op.Origin + "]")
+		}
 		if op.Host {
 			b.WriteString(" [host]")
 		}

@@ -32,6 +32,9 @@ func (p Phase) String() string {
 // records an op's phase (absent for forward ops).
 const PhaseKey = "tsplit.phase"
 
+// OriginKey is the node metadata key of Op.Origin.
+const OriginKey = "tsplit.origin"
+
 // HostKey is the node metadata key marking a host-placed op ("1").
 const HostKey = "tsplit.host"
 
@@ -60,6 +63,11 @@ type Op struct {
 
 	// Phase says which part of a training step the op belongs to.
 	Phase Phase
+
+	// Origin says which planning rewrite made the op ("recompute" for a
+	// recomputation clone, "split" for a micro-op); empty for the
+	// model's own ops. Serialized as node metadata (OriginKey).
+	Origin string
 
 	// Host places a standard data-movement op (Slice, Concat) on the
 	// host: it reads and writes host tensors, such as the pieces of a

@@ -244,21 +244,38 @@ func globalPoolDims(c *Ctx) (planes, vol int) {
 	return planes, vol
 }
 
-func runGlobalAveragePool(c *Ctx) error {
+func runGlobalAveragePool(c *Ctx) error { return runGlobalPool(c, false) }
+
+func runGlobalMaxPool(c *Ctx) error { return runGlobalPool(c, true) }
+
+func runGlobalPool(c *Ctx, isMax bool) error {
 	if nnDouble(c) {
-		globalAveragePool(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), c)
+		globalPool(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), c, isMax)
 	} else {
-		globalAveragePool(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), c)
+		globalPool(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), c, isMax)
 	}
 	return nil
 }
 
-func globalAveragePool[T nnElem](x, y []T, c *Ctx) {
+// globalPool reduces every (n, c) plane to its mean (accumulated in
+// float64) or its maximum.
+func globalPool[T nnElem](x, y []T, c *Ctx, isMax bool) {
 	planes, vol := globalPoolDims(c)
 	Parallel(planes, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
+			plane := x[pl*vol : (pl+1)*vol]
+			if isMax {
+				best := T(math.Inf(-1))
+				for _, v := range plane {
+					if v > best {
+						best = v
+					}
+				}
+				y[pl] = best
+				continue
+			}
 			var s float64
-			for _, v := range x[pl*vol : (pl+1)*vol] {
+			for _, v := range plane {
 				s += float64(v)
 			}
 			if vol > 0 {
@@ -266,30 +283,6 @@ func globalAveragePool[T nnElem](x, y []T, c *Ctx) {
 			} else {
 				y[pl] = T(math.NaN())
 			}
-		}
-	})
-}
-
-func runGlobalMaxPool(c *Ctx) error {
-	if nnDouble(c) {
-		globalMaxPool(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), c)
-	} else {
-		globalMaxPool(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), c)
-	}
-	return nil
-}
-
-func globalMaxPool[T nnElem](x, y []T, c *Ctx) {
-	planes, vol := globalPoolDims(c)
-	Parallel(planes, func(lo, hi int) {
-		for pl := lo; pl < hi; pl++ {
-			best := T(math.Inf(-1))
-			for _, v := range x[pl*vol : (pl+1)*vol] {
-				if v > best {
-					best = v
-				}
-			}
-			y[pl] = best
 		}
 	})
 }

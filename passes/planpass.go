@@ -2,7 +2,6 @@ package passes
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -60,11 +59,8 @@ func timeline(mem *memory.Model, tl *Timeline) []TimelinePoint {
 		case ir.OnHost:
 			pt.Kind = "host"
 		}
-		if pt.Kind == "" && strings.Contains(op.Name, "/recompute") {
-			pt.Kind = "recompute"
-		}
-		if pt.Kind == "" && strings.Contains(op.Name, "/micro") {
-			pt.Kind = "split"
+		if pt.Kind == "" {
+			pt.Kind = op.Origin // "recompute", "split" or the model's own ("")
 		}
 		out[i] = pt
 	}

@@ -115,6 +115,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		if err != nil {
 			return err
 		}
+		mo.Origin = "split"
 		so, err := insert(at(op), "SwapOut", ir.Domain, fresh(op.Name+"/piece_out"), []*ir.Value{mo.Output(0)}, []string{fresh(mo.Output(0).Name + "/host")}, nil, op.Phase, false)
 		if err != nil {
 			return err

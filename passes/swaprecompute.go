@@ -101,7 +101,7 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			if err != nil {
 				return err
 			}
-			c.Phase = ir.Backward
+			c.Phase, c.Origin = ir.Backward, "recompute"
 			if err := ir.InferAndSet(c, m.Opset(def.Domain)); err != nil {
 				return err
 			}

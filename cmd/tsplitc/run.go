@@ -62,9 +62,6 @@ func runModel(w io.Writer, path string, f *runFlags) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if _, err := executor.New(m, nullDevice{}, executor.Options{}); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
 	// A planned model carries its static layout: every tensor at a fixed
 	// offset, in a pool of the plan's size.
 	xopts, need, err := executor.PlannedOptions(m)
@@ -160,24 +157,6 @@ func describeDims(m *ir.Model) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
-}
-
-// nullDevice lets the memory model be computed before the pool size is
-// known; it never runs anything.
-type nullDevice struct{}
-
-func (nullDevice) Name() string          { return "none" }
-func (nullDevice) PoolBytes() int64      { return 0 }
-func (nullDevice) Check(op *ir.Op) error { return cpuCheck(op) }
-func (nullDevice) Launch(*executor.Launch) error {
-	return fmt.Errorf("null device")
-}
-func (nullDevice) ToHost([]byte, executor.Ref) error   { return fmt.Errorf("null device") }
-func (nullDevice) ToDevice(executor.Ref, []byte) error { return fmt.Errorf("null device") }
-
-func cpuCheck(op *ir.Op) error {
-	d, _ := cpu.New(0)
-	return d.Check(op)
 }
 
 // typeNames maps the tensor-file type names to IR element types.

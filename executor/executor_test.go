@@ -95,12 +95,17 @@ func mustCPU(t *testing.T, n int64) *cpu.Device {
 	return d
 }
 
+// swapN sizes the swap test: big enough that the MatMul after the
+// swap-out (≈0.9 GFLOP) and the paced copy (2.4 MB at 64 MB/s, ≈37 ms)
+// both last milliseconds, far longer than a goroutine takes to start.
+const swapN = 768
+
 // swapped: like chain, but Relu's output is swapped out after MatMul's
 // input is ready, a big MatMul runs, and the tensor is swapped back in
 // for the Add.
 func swapped(t *testing.T, swap bool) *ir.Model {
 	b := New(t)
-	const n = 256
+	const n = swapN
 	x := b.Input("x", ir.Float, n, n)
 	w := b.Init("w", &ir.Tensor{DType: ir.Float, Shape: ir.Shape{n, n}, Raw: floats(n*n, func(i int) float32 { return float32(i%5) / 50 })})
 	a := b.Op("Relu", V(x))
@@ -120,18 +125,18 @@ func swapped(t *testing.T, swap bool) *ir.Model {
 }
 
 // A swap-out runs on the D2H stream while the following compute op runs:
-// their recorded intervals overlap. The copy is paced to 256 MB/s (a
+// their recorded intervals overlap. The copy is paced to 64 MB/s (a
 // slow PCIe link) so it lasts long enough to see; results are bit-exact
 // with the unswapped graph.
 func TestSwapOverlapsCompute(t *testing.T) {
-	in := map[string][]byte{"x": floats(256*256, func(i int) float32 { return float32(i%11)/11 - 0.3 })}
+	in := map[string][]byte{"x": floats(swapN*swapN, func(i int) float32 { return float32(i%11)/11 - 0.3 })}
 	plain, _, err := run(t, swapped(t, false), 64<<20, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := swapped(t, true)
 	dev := mustCPU(t, 64<<20)
-	dev.CopyBytesPerSec = 256e6
+	dev.CopyBytesPerSec = 64e6
 	x, err := executor.New(m, dev, executor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -167,11 +172,11 @@ func TestSwapOverlapsCompute(t *testing.T) {
 	}
 	// Swapping frees the tensor during the later MatMuls.
 	_, px, _ := run(t, swapped(t, false), 64<<20, in)
-	if a, b := liveAtNth(x, "MatMul", 2), liveAtNth(px, "MatMul", 2); a != b-256*256*4 {
+	if a, b := liveAtNth(x, "MatMul", 2), liveAtNth(px, "MatMul", 2); a != b-swapN*swapN*4 {
 		t.Fatalf("live at the second MatMul: %d with swap, %d without; want one tensor less", a, b)
 	}
-	if x.Mem.HostPeak != 256*256*4 {
-		t.Fatalf("host peak %d, want %d", x.Mem.HostPeak, 256*256*4)
+	if x.Mem.HostPeak != swapN*swapN*4 {
+		t.Fatalf("host peak %d, want %d", x.Mem.HostPeak, swapN*swapN*4)
 	}
 }
 

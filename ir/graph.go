@@ -289,6 +289,25 @@ func (g *Graph) AddOutput(op *Op, i int, name string, opset int64) (*Value, erro
 	return v, nil
 }
 
+// Rename gives v a new name, free in the graph. A rewrite that replaces
+// a graph output's producer uses it to keep the model's output names
+// (and the metadata that refers to them) unchanged.
+func (g *Graph) Rename(v *Value, name string) error {
+	if v.g != g || g.byName[v.Name] != v {
+		return fmt.Errorf("ir: cannot rename %q: it is not in the graph", v.Name)
+	}
+	if name == v.Name {
+		return nil
+	}
+	if name == "" || g.byName[name] != nil {
+		return fmt.Errorf("ir: cannot rename %q to %q: the name is empty or taken", v.Name, name)
+	}
+	delete(g.byName, v.Name)
+	v.Name = name
+	g.byName[name] = v
+	return nil
+}
+
 // FreshName returns base, or base_N, such that no value and no op of the
 // graph has that name.
 func (g *Graph) FreshName(base string) string {

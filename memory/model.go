@@ -87,6 +87,12 @@ func OnHost(v *ir.Value) bool {
 	return k == ir.ToHost || k == ir.OnHost
 }
 
+// Resident reports whether a value is a weight: an initializer, or a
+// graph input marked Param. Weights stay on the device all step.
+func Resident(v *ir.Value) bool {
+	return v.Kind == ir.KindInit || (v.Def == nil && v.Param)
+}
+
 // Options tune the model.
 type Options struct {
 	// Workspace gives the scratch bytes of an op; nil uses the reference

@@ -206,6 +206,73 @@ func (m *DimMap) Simple() bool {
 	return true
 }
 
+// Parts cuts [0, n) into p contiguous ranges whose sizes differ by at
+// most one, the larger ones first: the micro-tensors of a p-way split.
+func Parts(n int64, p int) [][2]int64 {
+	var out [][2]int64
+	lo := int64(0)
+	for k := 0; k < p && lo < n; k++ {
+		hi := lo + (n-lo+int64(p-k)-1)/int64(p-k)
+		out = append(out, [2]int64{lo, hi})
+		lo = hi
+	}
+	return out
+}
+
+// MicroAttrs returns the attributes of the micro-op of op computing
+// [lo, hi) of the split dimension: op's own, changed as the split's
+// Rewrite says (explicit pads for a sliding-window split, the group count
+// of a depthwise channel split).
+func (m *DimMap) MicroAttrs(op *ir.Op, lo, hi int64) ([]ir.Attr, error) {
+	attrs := append([]ir.Attr(nil), op.Attrs...)
+	set := func(a ir.Attr) {
+		for i := range attrs {
+			if attrs[i].Name == a.Name {
+				attrs[i] = a
+				return
+			}
+		}
+		attrs = append(attrs, a)
+	}
+	switch m.Rewrite {
+	case RewritePads:
+		win, err := ir.WindowOf(op)
+		if err != nil {
+			return nil, err
+		}
+		n := len(win.Kernel)
+		sd := m.OutDim - 2
+		if sd < 0 || sd >= n {
+			return nil, fmt.Errorf("ftcompat: %s: split dimension %d is not spatial", op.Describe(), m.OutDim)
+		}
+		pads := append([]int64(nil), win.Pads...)
+		x := op.Input(0)
+		r := m.Inputs[0].Range(lo, hi, x.Shape[m.Inputs[0].Dim])
+		pads[sd], pads[sd+n] = r.PadLo, r.PadHi
+		kept := attrs[:0]
+		for _, a := range attrs {
+			if a.Name != "auto_pad" {
+				kept = append(kept, a)
+			}
+		}
+		attrs = kept
+		set(ir.Attr{Name: "pads", Type: ir.AttrInts, Ints: pads})
+	case RewriteGroup:
+		set(ir.Attr{Name: "group", Type: ir.AttrInt, Int: hi - lo})
+	}
+	return attrs, nil
+}
+
+// MicroShape is the shape of output 0 of the micro-op computing [lo, hi)
+// of a concat split: what a RewriteShape micro-op's shape input says.
+func (m *DimMap) MicroShape(op *ir.Op, lo, hi int64) ir.Shape {
+	s := op.Output(0).Shape.Clone()
+	if m.OutDim >= 0 {
+		s[m.OutDim] = hi - lo
+	}
+	return s
+}
+
 // FTResult is the FT-compatibility of every op.
 type FTResult struct {
 	// ByOp lists the splits of each op, indexed by ir.OpID: the concat

@@ -192,19 +192,7 @@ func ftInts(shape ir.Shape, vals ...int64) *kernels.Tensor {
 // ---- the property: a split computes the op ----
 
 // ftParts cuts [0, n) into p nearly equal ranges.
-func ftParts(n int64, p int) [][2]int64 {
-	var out [][2]int64
-	lo := int64(0)
-	for k := 0; k < p; k++ {
-		hi := lo + (n-lo)/int64(p-k)
-		if (n-lo)%int64(p-k) != 0 {
-			hi++
-		}
-		out = append(out, [2]int64{lo, hi})
-		lo = hi
-	}
-	return out
-}
+func ftParts(n int64, p int) [][2]int64 { return Parts(n, p) }
 
 // ftMicroOp builds micro-op k of a split of op, covering [lo, hi) of the
 // split dimension, in a graph of its own, and returns it with its input
@@ -232,8 +220,7 @@ func ftMicroOp(t *testing.T, m *ir.Model, op *ir.Op, dm DimMap, k int, lo, hi in
 			d = ftSlice(d, im.Dim, r.Start, r.End)
 		}
 		if j == 1 && dm.Rewrite == RewriteShape {
-			shape := op.Output(0).Shape.Clone()
-			shape[dm.OutDim] = hi - lo
+			shape := dm.MicroShape(op, lo, hi)
 			ins[j] = b.Ints(fmt.Sprintf("in%d", j), shape...)
 			data[j] = ftInts(ir.Shape{int64(len(shape))}, shape...)
 			continue
@@ -245,41 +232,9 @@ func ftMicroOp(t *testing.T, m *ir.Model, op *ir.Op, dm DimMap, k int, lo, hi in
 		}
 		data[j] = d
 	}
-	var attrs []ir.Attr
-	for _, a := range op.Attrs {
-		attrs = append(attrs, a)
-	}
-	set := func(a ir.Attr) {
-		for i := range attrs {
-			if attrs[i].Name == a.Name {
-				attrs[i] = a
-				return
-			}
-		}
-		attrs = append(attrs, a)
-	}
-	switch dm.Rewrite {
-	case RewritePads:
-		win, err := ir.WindowOf(op)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		n := len(win.Kernel)
-		pads := append([]int64(nil), win.Pads...)
-		x := op.Input(0)
-		r := dm.Inputs[0].Range(lo, hi, x.Shape[dm.Inputs[0].Dim])
-		sd := dm.OutDim - 2
-		pads[sd], pads[sd+n] = r.PadLo, r.PadHi
-		kept := attrs[:0]
-		for _, a := range attrs {
-			if a.Name != "auto_pad" {
-				kept = append(kept, a)
-			}
-		}
-		attrs = kept
-		set(Ints("pads", pads...))
-	case RewriteGroup:
-		set(Int("group", hi-lo))
+	attrs, err := dm.MicroAttrs(op, lo, hi)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	names := make([]string, len(op.Outputs()))
 	for i, v := range op.Outputs() {

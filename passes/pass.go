@@ -39,7 +39,7 @@ type State struct {
 	// layout is the static placement the planner found to fit.
 	layout *memory.Layout
 	// splitFn tells the split planner how an op may be split.
-	splitFn func(op *ir.Op) []SplitChoice
+	splitFn func(op *ir.Op) []DimMap
 
 	results map[*Pass]any
 	done    map[*Pass]bool // transformations that have run

@@ -51,13 +51,6 @@ type Plan struct {
 	Partial bool
 }
 
-// SplitChoice is one way an op can be split: along output dimension Dim,
-// each input following InputDims (-1: read whole).
-type SplitChoice struct {
-	Dim       int
-	InputDims []int
-}
-
 // splitPNums are the split numbers the planner tries (TSPLIT §IV-B).
 var splitPNums = []int{2, 4, 8, 16, 32, 64}
 
@@ -70,7 +63,7 @@ type Planner struct {
 	Budget  int64
 	Allowed [3]bool // which options may be chosen (index by Option)
 	// SplitChoices lists how an op may be split (nil: never split).
-	SplitChoices func(op *ir.Op) []SplitChoice
+	SplitChoices func(op *ir.Op) []DimMap
 
 	pos     []int
 	uses    [][]int // use positions of each value, sorted
@@ -129,35 +122,100 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile
 }
 
 // splitFloor is the least device memory op's own tensors need when it is
-// split as finely as any of its split choices allows: the tensors read
-// whole plus two pieces of each split one (math.MaxInt64: not splittable).
+// split as finely as any of its split choices allows: the activations
+// read whole plus the micro-tensors of the split ones (math.MaxInt64: not
+// splittable).
 func (pl *Planner) splitFloor(op *ir.Op) int64 {
 	best := int64(math.MaxInt64)
-	if pl.SplitChoices == nil || !pl.Allowed[Swap] || len(op.Outputs()) != 1 || op.Output(0) == nil {
+	if pl.SplitChoices == nil || !pl.Allowed[Swap] {
 		return best
 	}
-	y := op.Output(0)
-	for _, ch := range pl.SplitChoices(op) {
-		p := min(y.Shape[ch.Dim], int64(splitPNums[len(splitPNums)-1]))
+	for _, dm := range pl.SplitChoices(op) {
+		p := int(min(dm.Extent, int64(splitPNums[len(splitPNums)-1])))
 		if p < 2 {
 			continue
 		}
-		moved := memory.Align(y.Bytes())
-		var whole int64
-		for j, x := range op.Inputs() {
-			if x == nil {
-				continue
-			}
-			b := memory.Align(x.Bytes())
-			if j < len(ch.InputDims) && ch.InputDims[j] >= 0 {
-				moved += b
-			} else if idx := pl.Mem.ByValue[x.ID]; idx >= 0 && pl.Mem.Intervals[idx].Kind != memory.Weight {
-				whole += b
-			}
-		}
-		best = min(best, whole+2*moved/p)
+		c := pl.splitCost(op, &dm, p)
+		best = min(best, c.kept+c.micro)
 	}
 	return best
+}
+
+// splitCostOf is what splitting an op p ways does to the device memory
+// and the links (InsertSplit's rewrite, counted).
+type splitCostOf struct {
+	// whole is the bytes of the split activations (inputs and outputs)
+	// and the workspace at the op unsplit; micro what they need split:
+	// two micro-tensors of each (one in use, the next in flight) — a sum
+	// merge's partial outputs have the full shape — the device slices of
+	// split weights, and a micro-op's share of the workspace.
+	whole, micro int64
+	// kept is the activations the op reads whole.
+	kept int64
+	// d2h and h2d are the bytes the split moves over each link.
+	d2h, h2d int64
+}
+
+func (pl *Planner) splitCost(op *ir.Op, dm *DimMap, p int) splitCostOf {
+	var c splitCostOf
+	parts := Parts(dm.Extent, p)
+	for j, x := range op.Inputs() {
+		if x == nil || j >= len(dm.Inputs) {
+			continue
+		}
+		idx := pl.Mem.ByValue[x.ID]
+		if idx < 0 {
+			continue
+		}
+		iv := &pl.Mem.Intervals[idx]
+		im := dm.Inputs[j]
+		if im.Dim < 0 || (j == 1 && dm.Rewrite == RewriteShape) {
+			if iv.Kind != memory.Weight {
+				c.kept += iv.Bytes
+			}
+			continue
+		}
+		size := x.Shape[im.Dim]
+		var biggest, sum int64
+		for _, pr := range parts {
+			r := im.Range(pr[0], pr[1], size)
+			b := memory.Align(iv.Bytes / max(size, 1) * (r.End - r.Start))
+			biggest, sum = max(biggest, b), sum+b
+		}
+		c.micro += 2 * biggest
+		if iv.Kind == memory.Weight {
+			continue // sliced on the device
+		}
+		c.whole += iv.Bytes
+		c.h2d += sum
+		if x.Def == nil || ir.CopyOf(x.Def) != ir.ToDevice {
+			c.d2h += iv.Bytes // staged on the host first
+		}
+	}
+	if w := pl.Mem.WorkspaceAt[pl.pos[op.ID]]; w >= 0 {
+		// The kernels' scratch scales with the micro-op's output (Conv's
+		// im2col blocks, reductions' partials).
+		b := pl.Mem.Intervals[w].Bytes
+		c.whole += b
+		c.micro += memory.Align(b / int64(p))
+	}
+	for i, y := range op.Outputs() {
+		if y == nil {
+			continue
+		}
+		b := memory.Align(y.Bytes())
+		c.whole += b
+		c.h2d += b // merged on the host, back whole
+		if dm.Merge == MergeSum {
+			c.micro += 2 * b
+			c.d2h += int64(p) * b
+			continue
+		}
+		n := y.Shape[dm.Outputs[i].Dim]
+		c.micro += 2 * memory.Align(b/max(n, 1)*(parts[0][1]-parts[0][0]))
+		c.d2h += b
+	}
+	return c
 }
 
 // LowerBound is the memory no plan of this planner goes below: the
@@ -211,10 +269,10 @@ func (pl *Planner) LowerBound() int64 {
 				whole += own(v)
 			}
 		}
-		b += min(whole, pl.splitFloor(op))
 		if w := pl.Mem.WorkspaceAt[i]; w >= 0 {
-			b += pl.Mem.Intervals[w].Bytes
+			whole += pl.Mem.Intervals[w].Bytes
 		}
+		b += min(whole, pl.splitFloor(op))
 		worst = max(worst, b)
 	}
 	return worst
@@ -503,52 +561,33 @@ func (pl *Planner) bestSplit(i int) *splitCandidate {
 		}
 		op = uses[0].Op
 	}
-	if pl.splitDone[op.ID] || ir.CopyOf(op) != ir.NoCopy || len(op.Outputs()) != 1 || op.Output(0) == nil {
+	if pl.splitDone[op.ID] || ir.CopyOf(op) != ir.NoCopy || len(op.Outputs()) == 0 {
 		return nil
 	}
 	i = pl.pos[op.ID]
-	y := op.Output(0)
 	var best *splitCandidate
 	for _, ch := range pl.SplitChoices(op) {
-		var xBytes int64
-		ok := true
-		for j, x := range op.Inputs() {
-			if x == nil || j >= len(ch.InputDims) || ch.InputDims[j] < 0 {
-				continue
-			}
-			idx := pl.Mem.ByValue[x.ID]
-			if idx < 0 || pl.Mem.Intervals[idx].Kind == memory.Weight {
-				ok = false // weights are not staged on the host
-				break
-			}
-			xBytes += pl.Mem.Intervals[idx].Bytes
-		}
-		if !ok {
-			continue
-		}
-		yBytes := memory.Align(y.Bytes())
-		moved := xBytes + yBytes
-		n := y.Shape[ch.Dim]
 		for _, p := range splitPNums {
-			if int64(p) > n {
+			if int64(p) > ch.Extent {
 				break
 			}
-			dm := moved - 2*moved/int64(p)
+			c := pl.splitCost(op, &ch, p)
+			dm := c.whole - c.micro
 			if dm <= 0 {
 				continue
 			}
-			if pl.Mem.Live[from]-pl.saved[from]-dm > pl.Budget && p != splitPNums[len(splitPNums)-1] && int64(2*p) <= n {
+			if pl.Mem.Live[from]-pl.saved[from]-dm > pl.Budget && p != splitPNums[len(splitPNums)-1] && int64(2*p) <= ch.Extent {
 				continue // not enough yet: try a finer split
 			}
 			w := profile.OpWork(op)
 			micro := profile.Work{FLOPs: w.FLOPs / float64(p), Bytes: w.Bytes / float64(p)}
 			overhead := float64(p)*pl.Prof.WorkTime(micro) - pl.Prof.WorkTime(w)
-			xfer := pl.Prof.TransferTime(moved, true) + pl.Prof.TransferTime(moved, false)
+			xfer := pl.Prof.TransferTime(c.d2h, true) + pl.Prof.TransferTime(c.h2d, false)
 			dt := max(overhead, 0) + xfer
-			c := &splitCandidate{d: SplitDecision{Op: op, PNum: p, Dim: ch.Dim, InputDims: ch.InputDims, At: i, DeltaM: dm, DeltaT: dt},
+			sc := &splitCandidate{d: SplitDecision{Op: op, PNum: p, Map: ch, At: i, DeltaM: dm, DeltaT: dt},
 				ratio: (dt + 1e-12) / float64(dm), from: [2]int{from, i}}
-			if best == nil || c.ratio < best.ratio {
-				best = c
+			if best == nil || sc.ratio < best.ratio {
+				best = sc
 			}
 			break
 		}

@@ -69,11 +69,15 @@ func timeline(mem *memory.Model, tl *Timeline) []TimelinePoint {
 
 // DecisionReport is one row of the per-tensor decision table.
 type DecisionReport struct {
-	Tensor string  `json:"tensor"`
-	Bytes  int64   `json:"bytes"`
-	Option string  `json:"option"`
-	PNum   int     `json:"p_num"`
-	Dim    int     `json:"dim"`
+	Tensor string `json:"tensor"`
+	Bytes  int64  `json:"bytes"`
+	Option string `json:"option"`
+	PNum   int    `json:"p_num"`
+	Dim    int    `json:"dim"`
+	// Split is the split's map as FTCompat prints it (splits only):
+	// dimension, kind, rewrite, and per input the followed dimension
+	// with σ and halo.
+	Split  string  `json:"split,omitempty"`
 	DeltaM int64   `json:"delta_m"`
 	DeltaT float64 `json:"delta_t_s"`
 	At     string  `json:"bottleneck"`
@@ -191,7 +195,7 @@ var PlanMemory = &Pass{
 			for _, sp := range plan.Splits {
 				r.Split++
 				r.Decisions = append(r.Decisions, DecisionReport{Tensor: sp.Op.Output(0).Name, Bytes: sp.Op.Output(0).Bytes(), Option: "split+swap",
-					PNum: sp.PNum, Dim: sp.Dim, DeltaM: sp.DeltaM, DeltaT: sp.DeltaT, At: sp.Op.Describe()})
+					PNum: sp.PNum, Dim: sp.Dim(), Split: sp.Map.String(), DeltaM: sp.DeltaM, DeltaT: sp.DeltaT, At: sp.Op.Describe()})
 				if err := InsertSplit(m, sp); err != nil {
 					return nil, err
 				}

@@ -101,22 +101,23 @@ func init() {
 }
 
 // splitChoices tells the split planner how each op of the current graph
-// may be split: the FT-compatible dimensions (FTCompat) that InsertSplit
-// can realize — plain concat splits with σ = 1 and no halo, never along
-// a random op's dimensions.
-func (s *State) splitChoices() func(op *ir.Op) []SplitChoice {
+// may be split: the FT-compatible splits (FTCompat) that InsertSplit can
+// realize — every concat or sum split of a deterministic op. A random op
+// (Dropout in training) is never split: its micro-ops would draw other
+// masks and the planned step would differ from the unplanned one.
+func (s *State) splitChoices() func(op *ir.Op) []DimMap {
 	if s.splitFn != nil {
 		return s.splitFn
 	}
 	var ft *FTResult // computed on first use: most rounds never split
-	return func(op *ir.Op) []SplitChoice {
+	return func(op *ir.Op) []DimMap {
 		if ft == nil {
 			ft = AnalyzeFT(s.Model)
 		}
-		var out []SplitChoice
+		var out []DimMap
 		for _, d := range ft.Of(op) {
-			if d.Simple() && !d.Random && d.OutDim >= 0 {
-				out = append(out, SplitChoice{Dim: d.OutDim, InputDims: d.InputDims()})
+			if !d.Random {
+				out = append(out, d)
 			}
 		}
 		return out

@@ -1,50 +1,58 @@
 package passes
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
 )
 
-// SplitDecision splits one op into PNum micro-ops along dimension Dim of
-// its output (TSPLIT's sTensor config (opt, p_num, dim) for the op's
-// input and output sTensors, with opt = swap). InputDims gives, per
-// input, the dimension that follows the split (-1: the input is read
-// whole, e.g. a weight).
+// SplitDecision splits one op into PNum micro-ops as Map says (TSPLIT's
+// sTensor config (opt, p_num, dim) for the op's input and output
+// sTensors, with opt = swap): along output dimension Map.OutDim with a
+// concat merge, or along a contracted dimension with a sum merge.
 type SplitDecision struct {
-	Op        *ir.Op
-	PNum      int
-	Dim       int
-	InputDims []int
-	At        int
-	DeltaM    int64
-	DeltaT    float64
+	Op     *ir.Op
+	PNum   int
+	Map    DimMap
+	At     int
+	DeltaM int64
+	DeltaT float64
 }
 
-// InsertSplit rewrites a split decision into ops. The split input
-// sTensors are staged in host memory and come back piece by piece; the
-// output is produced piece by piece and each piece leaves at once:
+// Dim is the output dimension the split cuts (-1 for a sum merge, whose
+// split dimension is contracted away).
+func (d *SplitDecision) Dim() int { return d.Map.OutDim }
+
+// InsertSplit rewrites a split decision into ops. The split activations
+// are staged in host memory and come back piece by piece; each output is
+// produced piece by piece and each piece leaves at once:
 //
-//	hX = SwapOut(X)                          (unless X already is on the host)
-//	for k: Xk = SwapIn(Slice[host](hX, k))   micro-tensor k of each split input
-//	       Yk = op(Xk, W)                    micro-op k
+//	hX = SwapOut(X)                           (unless X already is on the host)
+//	for k: Xk = SwapIn(Slice[host](hX, rk))   micro-tensor k of each split input,
+//	                                          rk its range with the halo (σ, δ)
+//	       Wk = Slice(W, rk)                  a split weight is sliced on the device
+//	       Yk = op'(Xk, Wk, …)                micro-op k (pads, group, shape rewritten)
 //	       hYk = SwapOut(Yk)
-//	hY = Concat[host](hY1 … hYp)             merge in host memory: no device copy
-//	Y' = SwapIn(hY)                          before Y's first consumer
+//	hY = Concat[host](hY1 … hYp)              or Sum[host] for a sum merge
+//	Y' = SwapIn(hY)                           before Y's first consumer
 //
-// so op i needs only about 2/p of its inputs and outputs on the device
-// at a time. The host-placed Slice and Concat are standard ONNX ops (a
+// so op i needs about two pieces of each split tensor on the device at a
+// time. The host-placed Slice, Concat and Sum are standard ONNX ops (a
 // plain runtime runs them as such); tsplit's runtime runs them on host
-// buffers. Later uses of a split input read it back through one SwapIn.
+// buffers. A split input that an earlier split left on the host as a
+// Concat of pieces is read piece by piece without re-slicing when the
+// ranges line up (same p_num and dimension: one consistent sTensor,
+// §IV-C); otherwise it is merged and re-split on the host. Later uses of
+// a split input read it back through one SwapIn.
 func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	g := m.Graph
 	op := d.Op
-	if len(op.Outputs()) != 1 || op.Output(0) == nil {
-		return fmt.Errorf("split: %s has %d outputs; only single-output ops split", op.Describe(), len(op.Outputs()))
-	}
-	y := op.Output(0)
-	if d.Dim < 0 || d.Dim >= len(y.Shape) || d.PNum < 2 || int64(d.PNum) > y.Shape[d.Dim] {
-		return fmt.Errorf("split: %s cannot be split %d ways along dimension %d of %v", op.Describe(), d.PNum, d.Dim, y.Shape)
+	dm := &d.Map
+	if err := checkSplit(op, d); err != nil {
+		return err
 	}
 	fresh := g.FreshName
 	at := func(anchor *ir.Op) int { return g.Position()[anchor.ID] }
@@ -55,18 +63,32 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		}
 		o.Phase, o.Host = phase, host
 		if err := ir.InferAndSet(o, m.Opset(domain)); err != nil {
-			return nil, fmt.Errorf("split: %w", err)
+			return nil, fmt.Errorf("split %s: %w", op.Describe(), err)
 		}
 		return o, nil
 	}
-	ints := func(name string, vals ...int64) (*ir.Value, error) {
-		return g.AddInit(fresh(name), ir.TensorFromInt64s(ir.Int64, ir.Shape{int64(len(vals))}, vals))
+	ints := func(_ string, vals ...int64) (*ir.Value, error) { return splitConst(g, vals) }
+	// slice inserts a Slice of x's [lo, hi) along axis before op.
+	slice := func(x *ir.Value, axis int, lo, hi int64, name string, host bool) (*ir.Value, error) {
+		s, err1 := ints("starts", lo)
+		e, err2 := ints("ends", hi)
+		a, err3 := ints("axes", int64(axis))
+		if err := firstErr(err1, err2, err3); err != nil {
+			return nil, err
+		}
+		sl, err := insert(at(op), "Slice", "", fresh(op.Name+"/slice"), []*ir.Value{x, s, e, a}, []string{fresh(name)}, nil, op.Phase, host)
+		if err != nil {
+			return nil, err
+		}
+		sl.Origin = "split"
+		return sl.Output(0), nil
 	}
 
-	// Stage every split input on the host.
+	// Stage every split activation on the host; split weights stay on
+	// the device and are sliced there.
 	hosts := make([]*ir.Value, len(op.Inputs()))
 	for j, x := range op.Inputs() {
-		if x == nil || j >= len(d.InputDims) || d.InputDims[j] < 0 {
+		if x == nil || dm.Inputs[j].Dim < 0 || memory.Resident(x) {
 			continue
 		}
 		if x.Def != nil && ir.CopyOf(x.Def) == ir.ToDevice {
@@ -83,64 +105,135 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		}
 		hosts[j] = so.Output(0)
 	}
-	n := y.Shape[d.Dim]
-	chunk := (n + int64(d.PNum) - 1) / int64(d.PNum)
-	var pieces []*ir.Value
-	for k := int64(0); k*chunk < n; k++ {
-		lo, hi := k*chunk, min((k+1)*chunk, n)
+
+	outs := op.Outputs()
+	pieces := make([][]*ir.Value, len(outs))
+	for k, pr := range Parts(dm.Extent, d.PNum) {
+		lo, hi := pr[0], pr[1]
 		in := append([]*ir.Value(nil), op.Inputs()...)
-		for j, h := range hosts {
-			if h == nil {
+		var start0 int64 // where input 0's range begins (MaxPool indices)
+		for j, x := range op.Inputs() {
+			im := dm.Inputs[j]
+			switch {
+			case x == nil:
+				continue
+			case im.Once && k > 0:
+				in[j] = nil // an additive input only the first micro-op reads
+				continue
+			case j == 1 && dm.Rewrite == RewriteShape:
+				shape := dm.MicroShape(op, lo, hi)
+				v, err := ints(op.Name+"/micro_shape", shape...)
+				if err != nil {
+					return err
+				}
+				in[j] = v
+				continue
+			case im.Dim < 0:
 				continue
 			}
-			axis := int64(d.InputDims[j])
-			s, err1 := ints("split/starts", lo)
-			e, err2 := ints("split/ends", hi)
-			a, err3 := ints("split/axes", axis)
-			if err := firstErr(err1, err2, err3); err != nil {
-				return err
+			r := im.Range(lo, hi, x.Shape[im.Dim])
+			if j == 0 {
+				start0 = r.Start
 			}
-			sl, err := insert(at(op), "Slice", "", fresh(op.Name+"/slice"), []*ir.Value{h, s, e, a}, []string{fresh(h.Name + fmt.Sprintf("/%d", k))}, nil, op.Phase, true)
-			if err != nil {
-				return err
+			if hosts[j] == nil { // a weight: slice it on the device
+				v, err := slice(x, im.Dim, r.Start, r.End, fmt.Sprintf("%s/part%d", x.Name, k), false)
+				if err != nil {
+					return err
+				}
+				in[j] = v
+				continue
 			}
-			si, err := insert(at(op), "SwapIn", ir.Domain, fresh(op.Name+"/piece_in"), []*ir.Value{sl.Output(0)}, []string{fresh(in[j].Name + fmt.Sprintf("/piece%d", k))}, nil, op.Phase, false)
+			h := hostPiece(hosts[j], im.Dim, r.Start, r.End)
+			if h == nil {
+				v, err := slice(hosts[j], im.Dim, r.Start, r.End, fmt.Sprintf("%s/%d", hosts[j].Name, k), true)
+				if err != nil {
+					return err
+				}
+				h = v
+			}
+			si, err := insert(at(op), "SwapIn", ir.Domain, fresh(op.Name+"/piece_in"), []*ir.Value{h}, []string{fresh(x.Name + fmt.Sprintf("/piece%d", k))}, nil, op.Phase, false)
 			if err != nil {
 				return err
 			}
 			in[j] = si.Output(0)
 		}
-		attrs := append([]ir.Attr(nil), op.Attrs...)
-		mo, err := insert(at(op), op.Type, op.Domain, fresh(fmt.Sprintf("%s/micro%d", op.Name, k)), in, []string{fresh(fmt.Sprintf("%s/piece%d", y.Name, k))}, attrs, op.Phase, false)
+		for len(in) > 0 && in[len(in)-1] == nil {
+			in = in[:len(in)-1] // absent trailing optional inputs
+		}
+		attrs, err := dm.MicroAttrs(op, lo, hi)
+		if err != nil {
+			return err
+		}
+		names := make([]string, len(outs))
+		for i, y := range outs {
+			if y != nil {
+				names[i] = fresh(fmt.Sprintf("%s/piece%d", y.Name, k))
+			}
+		}
+		mo, err := insert(at(op), op.Type, op.Domain, fresh(fmt.Sprintf("%s/micro%d", op.Name, k)), in, names, attrs, op.Phase, false)
 		if err != nil {
 			return err
 		}
 		mo.Origin = "split"
-		so, err := insert(at(op), "SwapOut", ir.Domain, fresh(op.Name+"/piece_out"), []*ir.Value{mo.Output(0)}, []string{fresh(mo.Output(0).Name + "/host")}, nil, op.Phase, false)
-		if err != nil {
-			return err
-		}
-		pieces = append(pieces, so.Output(0))
-	}
-	merged, err := insert(at(op), "Concat", "", fresh(op.Name+"/merge"), pieces, []string{fresh(y.Name + "/host")},
-		[]ir.Attr{{Name: "axis", Type: ir.AttrInt, Int: int64(d.Dim)}}, op.Phase, true)
-	if err != nil {
-		return err
-	}
-	// Y comes back whole before its first consumer (or at the end, for a
-	// graph output); the op goes.
-	if len(y.Uses()) > 0 || isOutput(g, y) {
-		pos, phase := len(g.Order()), op.Phase
-		for _, u := range y.Uses() {
-			if p := at(u.Op); p < pos {
-				pos, phase = p, u.Op.Phase
+		for i, y := range mo.Outputs() {
+			if y == nil {
+				continue
 			}
+			so, err := insert(at(op), "SwapOut", ir.Domain, fresh(op.Name+"/piece_out"), []*ir.Value{y}, []string{fresh(y.Name + "/host")}, nil, op.Phase, false)
+			if err != nil {
+				return err
+			}
+			p := so.Output(0)
+			if s := dm.Outputs[i].IndexStride; s != 0 && start0 != 0 {
+				// Flat indices count from the micro-input's start.
+				c, err := g.AddInit(fresh(op.Name+"/index_base"), ir.TensorFromInt64s(p.DType, ir.Shape{}, []int64{start0 * s}))
+				if err != nil {
+					return err
+				}
+				add, err := insert(at(op), "Add", "", fresh(op.Name+"/rebase"), []*ir.Value{p, c}, []string{fresh(p.Name + "/rebased")}, nil, op.Phase, true)
+				if err != nil {
+					return err
+				}
+				add.Origin = "split"
+				p = add.Output(0)
+			}
+			pieces[i] = append(pieces[i], p)
 		}
-		back, err := insert(pos, "SwapIn", ir.Domain, fresh(y.Name+"/merged_in"), []*ir.Value{merged.Output(0)}, []string{fresh(y.Name + "/merged")}, nil, phase, false)
+	}
+
+	merges := make([]*ir.Value, len(outs)) // what replaces each output
+	for i, y := range outs {
+		if y == nil {
+			continue
+		}
+		var merged *ir.Op
+		var err error
+		if dm.Merge == MergeSum {
+			merged, err = insert(at(op), "Sum", "", fresh(op.Name+"/merge"), pieces[i], []string{fresh(y.Name + "/host")}, nil, op.Phase, true)
+		} else {
+			merged, err = insert(at(op), "Concat", "", fresh(op.Name+"/merge"), pieces[i], []string{fresh(y.Name + "/host")},
+				[]ir.Attr{{Name: "axis", Type: ir.AttrInt, Int: int64(dm.Outputs[i].Dim)}}, op.Phase, true)
+		}
 		if err != nil {
 			return err
 		}
-		y.ReplaceAllUsesWith(back.Output(0))
+		merged.Origin = "split"
+		// Y comes back whole before its first consumer (or at the end, for
+		// a graph output).
+		if len(y.Uses()) > 0 || isOutput(g, y) {
+			pos, phase := len(g.Order()), op.Phase
+			for _, u := range y.Uses() {
+				if p := at(u.Op); p < pos {
+					pos, phase = p, u.Op.Phase
+				}
+			}
+			back, err := insert(pos, "SwapIn", ir.Domain, fresh(y.Name+"/merged_in"), []*ir.Value{merged.Output(0)}, []string{fresh(y.Name + "/merged")}, nil, phase, false)
+			if err != nil {
+				return err
+			}
+			y.ReplaceAllUsesWith(back.Output(0))
+			merges[i] = back.Output(0)
+		}
 	}
 	// Later device uses of a split input read its host copy back.
 	for j, x := range op.Inputs() {
@@ -173,14 +266,108 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	if err := g.RemoveOp(op); err != nil {
 		return err
 	}
-	// Swap-ins that only fed the split op are dead now.
-	gone := map[*ir.Op]bool{}
+	// Graph outputs keep their names.
+	for i, y := range outs {
+		if y == nil || !isOutput(g, merges[i]) {
+			continue
+		}
+		if err := g.Rename(merges[i], y.Name); err != nil {
+			return err
+		}
+	}
+	// Swap-ins that only fed the split op are dead now, and so are host
+	// merges of an earlier split whose pieces this one read directly.
 	for _, x := range op.Inputs() {
-		if x != nil && x.Def != nil && !gone[x.Def] && ir.CopyOf(x.Def) == ir.ToDevice && x.NumUses() == 0 && !isOutput(g, x) {
-			gone[x.Def] = true
-			if err := g.RemoveOp(x.Def); err != nil {
-				return err
-			}
+		if err := removeDead(g, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitConst returns a 1-D int64 initializer holding vals, shared by
+// every split that needs the same one: it is named after its content, so
+// the thousands of slice bounds of a finely split graph cost one
+// resident constant per distinct value, not one per slice.
+func splitConst(g *ir.Graph, vals []int64) (*ir.Value, error) {
+	var sb strings.Builder
+	sb.WriteString("split/i64")
+	for _, v := range vals {
+		fmt.Fprintf(&sb, "_%d", v)
+	}
+	t := ir.TensorFromInt64s(ir.Int64, ir.Shape{int64(len(vals))}, vals)
+	name := sb.String()
+	if v := g.Lookup(name); v != nil && v.Kind == ir.KindInit {
+		if d, err := v.Data(); err == nil && d.DType == t.DType && d.Shape.Equal(t.Shape) && bytes.Equal(d.Raw, t.Raw) {
+			return v, nil
+		}
+	}
+	return g.AddInit(g.FreshName(name), t)
+}
+
+// checkSplit rejects decisions InsertSplit cannot realize.
+func checkSplit(op *ir.Op, d *SplitDecision) error {
+	dm := &d.Map
+	switch {
+	case d.PNum < 2 || int64(d.PNum) > dm.Extent:
+		return fmt.Errorf("split: %s cannot be split %d ways (the split dimension has %d positions)", op.Describe(), d.PNum, dm.Extent)
+	case len(dm.Inputs) != len(op.Inputs()) || len(dm.Outputs) != len(op.Outputs()):
+		return fmt.Errorf("split: %s: the split map has %d inputs and %d outputs, the op %d and %d", op.Describe(), len(dm.Inputs), len(dm.Outputs), len(op.Inputs()), len(op.Outputs()))
+	case dm.Random:
+		// Micro-ops would draw other masks than the whole op: the planned
+		// step would not equal the unplanned one.
+		return fmt.Errorf("split: %s is random; its micro-ops would not reproduce it", op.Describe())
+	}
+	for i, y := range op.Outputs() {
+		if y != nil && dm.Merge == MergeConcat && (dm.Outputs[i].Dim < 0 || dm.Outputs[i].Dim >= len(y.Shape)) {
+			return fmt.Errorf("split: %s: output %d has no split dimension", op.Describe(), i)
+		}
+	}
+	return nil
+}
+
+// hostPiece returns the piece of a host Concat of split pieces (an
+// earlier split's merge) that is exactly [lo, hi) of h along axis, or nil.
+func hostPiece(h *ir.Value, axis int, lo, hi int64) *ir.Value {
+	c := h.Def
+	if c == nil || c.Type != "Concat" || !c.Host || c.Origin != "split" {
+		return nil
+	}
+	if c.Attr("axis") == nil || int(c.AttrInt("axis", 0)) != axis {
+		return nil
+	}
+	var pos int64
+	for _, p := range c.Inputs() {
+		n := p.Shape[axis]
+		if pos == lo && pos+n == hi {
+			return p
+		}
+		pos += n
+	}
+	return nil
+}
+
+// removeDead removes v's producer when nothing reads v any more and it
+// is a copy or host op a split made redundant, then its inputs' in turn.
+func removeDead(g *ir.Graph, v *ir.Value) error {
+	if v == nil || v.Def == nil || v.NumUses() > 0 || isOutput(g, v) {
+		return nil
+	}
+	def := v.Def
+	if ir.CopyOf(def) != ir.ToDevice && !(def.Host && def.Origin == "split") {
+		return nil
+	}
+	for _, o := range def.Outputs() {
+		if o != nil && (o.NumUses() > 0 || isOutput(g, o)) {
+			return nil
+		}
+	}
+	if err := g.RemoveOp(def); err != nil {
+		return err
+	}
+	for _, x := range def.Inputs() {
+		if err := removeDead(g, x); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -297,6 +297,26 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 			rec.Stream = D2H
 			d2h.submit(t)
 		case ir.OnHost:
+			if off, ok := ir.ContiguousSlice(op); ok {
+				// A contiguous slice of a host tensor is a view of it: no
+				// copy (TSPLIT §V-C). The task only orders its readers
+				// after the input's producer.
+				src, out := op.Input(0), op.Output(0)
+				buf := host[src.ID]
+				if buf == nil && src.Kind == ir.KindInit {
+					if t, err := src.Data(); err == nil && t != nil {
+						buf = t.Raw
+					}
+				}
+				if buf == nil || off+out.Bytes() > int64(len(buf)) {
+					return nil, fmt.Errorf("executor: %s: %q is not in host memory", op.Describe(), src.Name)
+				}
+				host[out.ID] = buf[off : off+out.Bytes() : off+out.Bytes()]
+				t.run = func() error { return nil }
+				rec.Stream = Host
+				hostS.submit(t)
+				break
+			}
 			in := make([]*kernels.Tensor, len(op.Inputs()))
 			for j, v := range op.Inputs() {
 				if v == nil {

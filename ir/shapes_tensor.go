@@ -941,3 +941,48 @@ func foldIndices(c *InferCtx, it *Tensor, axis int, dim int64) ([]int64, error) 
 	}
 	return idx, nil
 }
+
+// ContiguousSlice reports whether a Slice's output is one contiguous run
+// of its input's bytes, and the byte offset where the run starts: the
+// dimensions after the innermost cut axis are taken whole, the ones
+// before it one element at a time, and the cut axis itself with step 1.
+// A split along the outermost dimension that is not 1 always is. Such a slice
+// needs no copy (TSPLIT §V-C): the runtime hands out a view of the input
+// and the memory model and simulator charge it nothing.
+func ContiguousSlice(op *Op) (int64, bool) {
+	if op.Type != "Slice" || op.Domain != "" || len(op.Inputs()) == 0 || op.Input(0) == nil || op.Output(0) == nil {
+		return 0, false
+	}
+	x := op.Input(0)
+	bits := x.DType.Bits()
+	if bits <= 0 || bits%8 != 0 {
+		return 0, false
+	}
+	first, step, count, err := SliceRanges(op)
+	if err != nil || len(first) != len(x.Shape) {
+		return 0, false
+	}
+	cut := -1 // the innermost axis not taken whole
+	for d := range x.Shape {
+		if first[d] != 0 || count[d] != x.Shape[d] {
+			cut = d
+		}
+	}
+	if cut < 0 {
+		return 0, true // the whole input
+	}
+	for d := 0; d < cut; d++ {
+		if count[d] != 1 {
+			return 0, false
+		}
+	}
+	if count[cut] > 1 && step[cut] != 1 {
+		return 0, false
+	}
+	var off, stride int64 = 0, 1
+	for d := len(x.Shape) - 1; d >= 0; d-- {
+		off += first[d] * stride
+		stride *= x.Shape[d]
+	}
+	return off * int64(bits/8), true
+}

@@ -322,3 +322,39 @@ func TestDataMovementFolds(t *testing.T) {
 		t.Errorf("want out-of-range error, got %v", err)
 	}
 }
+
+// A slice is a view exactly when its output is one contiguous run of the
+// input: cut along the first dimension that is not 1, the rest whole.
+func TestContiguousSlice(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		data                     Shape
+		starts, ends, axes, step []int64
+		off                      int64
+		ok                       bool
+	}{
+		{"rows", shp(4, 6), []int64{1}, []int64{3}, []int64{0}, nil, 1 * 6 * 4, true},
+		{"columns", shp(4, 6), []int64{2}, []int64{4}, []int64{1}, nil, 0, false},
+		{"after_unit_dim", shp(1, 6, 5), []int64{2}, []int64{4}, []int64{1}, nil, 2 * 5 * 4, true},
+		{"one_row_part", shp(4, 6), []int64{2, 1}, []int64{3, 4}, []int64{0, 1}, nil, (2*6 + 1) * 4, true},
+		{"two_rows_part", shp(4, 6), []int64{2, 1}, []int64{4, 4}, []int64{0, 1}, nil, 0, false},
+		{"strided", shp(8, 2), []int64{0}, []int64{8}, []int64{0}, []int64{2}, 0, false},
+		{"whole", shp(3, 2), []int64{0}, []int64{3}, []int64{0}, nil, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newTG(t, 0)
+			ins := []*Value{b.f32(c.data...), b.ints(c.starts...), b.ints(c.ends...), b.ints(c.axes...)}
+			if c.step != nil {
+				ins = append(ins, b.ints(c.step...))
+			}
+			op, err := b.op("Slice", ins, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off, ok := ContiguousSlice(op)
+			if ok != c.ok || (ok && off != c.off) {
+				t.Fatalf("ContiguousSlice = %d, %v; want %d, %v", off, ok, c.off, c.ok)
+			}
+		})
+	}
+}

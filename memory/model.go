@@ -206,6 +206,9 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 				end = n
 			}
 			if onHost(v) {
+				if _, view := ir.ContiguousSlice(op); view {
+					continue // a view of its input: no host memory of its own
+				}
 				for p := i; p <= min(end, n); p++ {
 					hostLive[p] += b
 				}

@@ -79,7 +79,17 @@ func TestInsertSplit(t *testing.T) {
 			t.Fatalf("output %q changed by the split", name)
 		}
 	}
-	t.Logf("peak %d → %d bytes", memBefore.Peak, memAfter.Peak)
+	// x's pieces are rows: contiguous, so the host slices are views.
+	views := 0
+	for _, o := range m.Graph.Order() {
+		if _, ok := ir.ContiguousSlice(o); ok && o.Host {
+			views++
+		}
+	}
+	if views != 4 {
+		t.Errorf("%d host slices are views, want 4", views)
+	}
+	t.Logf("peak %d → %d bytes; host peak %d bytes", memBefore.Peak, memAfter.Peak, memAfter.HostPeak)
 	if memAfter.Peak >= memBefore.Peak {
 		t.Fatalf("split did not lower the peak: %d → %d", memBefore.Peak, memAfter.Peak)
 	}

@@ -38,6 +38,13 @@ import (
 func init() {
 	RegisterPolicy("tflms", tflmsPolicy)
 	ownTriggers["tflms"] = true
+	RegisterPolicyParams("tflms", func(m map[string]string) error { _, err := ParseTFLMSParams(m); return err },
+		ParamSpec{"n_tensors", "how many tensors to swap, in breadth-first order from the inputs (-1: all, the default)"},
+		ParamSpec{"lb", "lower bound of the control-op distance before the consumer (default 1: the latest swap-in)"},
+		ParamSpec{"ub", "upper bound of the control-op distance (default 10000)"},
+		ParamSpec{"ctrld_strategy", "how the control op is found: chain_rule (default) or direct_order"},
+		ParamSpec{"fuse_swapins", "one swap-in per tensor for all its backward consumers (true/false, default false)"},
+	)
 }
 
 // TFLMSParams are the TFLMS parameters of Table 2 this policy honours.
@@ -68,7 +75,7 @@ func ParseTFLMSParams(m map[string]string) (TFLMSParams, error) {
 		case "fuse_swapins":
 			p.FuseSwapins, err = strconv.ParseBool(v)
 		default:
-			return p, fmt.Errorf("policy tflms: unknown parameter %q (known: n_tensors, lb, ub, ctrld_strategy, fuse_swapins)", k)
+			return p, unknownParamError("tflms", k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("policy tflms: parameter %s=%q: %v", k, v, err)

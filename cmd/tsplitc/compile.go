@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 type compileFlags struct {
 	out    string
 	policy string
+	params []string // --policy-param NAME=VALUE[,NAME=VALUE…]
 	device string
 	check  bool
 	debug  []string
@@ -30,6 +33,18 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 	}
 	if err := checkReportPath(f.report); err != nil {
 		return err
+	}
+	// The policy and its parameters are checked before the model is
+	// read, so a mistyped parameter fails at once and writes nothing.
+	if _, err := passes.LookupPolicy(f.policy); err != nil {
+		return usageError{err}
+	}
+	params, err := passes.ParsePolicyParams(f.params)
+	if err != nil {
+		return usageError{fmt.Errorf("--policy-param: %w", err)}
+	}
+	if err := passes.CheckPolicyParams(f.policy, params); err != nil {
+		return usageError{fmt.Errorf("--policy-param: %w", err)}
 	}
 	prof, err := profile.Lookup(f.device)
 	if err != nil {
@@ -59,10 +74,7 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	if _, err := passes.LookupPolicy(f.policy); err != nil {
-		return usageError{err}
-	}
-	s := passes.NewState(m, &passes.Options{Budget: budget, Profile: prof, Policy: f.policy})
+	s := passes.NewState(m, &passes.Options{Budget: budget, Profile: prof, Policy: f.policy, PolicyParams: params})
 	s.Check = f.check
 	for _, d := range f.debug {
 		k, v, _ := strings.Cut(d, "=")
@@ -86,7 +98,7 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 		}
 	}
 	fmt.Fprintf(w, "model         %s (%s, %d ops after planning)\n", path, describeDims(m), len(m.Graph.Order()))
-	fmt.Fprintf(w, "device        %s, policy %s\n", prof.Name, r.Policy)
+	fmt.Fprintf(w, "device        %s, policy %s%s\n", prof.Name, r.Policy, describeParams(params))
 	fmt.Fprintf(w, "base peak     %s\n", compiler.FormatBytes(r.BasePeak))
 	fmt.Fprintf(w, "budget        %s\n", compiler.FormatBytes(r.Budget))
 	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), compiler.FormatBytes(r.HostPeak))
@@ -102,4 +114,36 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 		fmt.Fprintf(w, "report        %s\n", f.report)
 	}
 	return nil
+}
+
+// describeParams is " (lb=2, ub=8)" for the summary line, names sorted;
+// "" without parameters.
+func describeParams(params map[string]string) string {
+	if len(params) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		kv = append(kv, k+"="+params[k])
+	}
+	return " (" + strings.Join(kv, ", ") + ")"
+}
+
+// policyHelp lists every policy and the parameters it declares, for
+// `tsplitc --help`.
+func policyHelp() string {
+	var b strings.Builder
+	b.WriteString("Memory policies (--policy) and their parameters (--policy-param NAME=VALUE):\n")
+	for _, p := range passes.Policies() {
+		specs := passes.PolicyParamSpecs(p)
+		if len(specs) == 0 {
+			fmt.Fprintf(&b, "  %s (no parameters)\n", p)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s\n", p)
+		for _, s := range specs {
+			fmt.Fprintf(&b, "      %-16s %s\n", s.Name, s.Doc)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

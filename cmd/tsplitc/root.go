@@ -16,7 +16,7 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tsplitc",
 		Short:         "tsplit: train networks larger than GPU memory",
-		Long:          "tsplitc reads an ONNX model, builds its training step and rewrites it to fit a device memory budget.",
+		Long:          "tsplitc reads an ONNX model, builds its training step and rewrites it to fit a device memory budget.\n\n" + policyHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 	root.Flags().StringVar(&cf.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file")
 	root.Flags().BoolVar(&cf.check, "check", false, "run ir.Verify after every pass")
 	root.Flags().StringVar(&cf.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
+	root.Flags().StringArrayVar(&cf.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
 	root.Flags().StringArrayVarP(&cf.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
 	root.Flags().StringVar(&cf.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
 	root.Flags().StringVar(&runPath, "run", "", "execute MODEL on the bundled runtime (CPU reference device)")

@@ -258,6 +258,26 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 		}
 	}
 
+	// In-place merges (TSPLIT §V-C): each piece's swap-out writes into
+	// its part of the merged host buffer, so the host Concat copies
+	// nothing.
+	inPlace := map[ir.OpID]bool{}
+	for _, op := range order {
+		if !ir.InPlaceConcat(op) {
+			continue
+		}
+		inPlace[op.ID] = true
+		y := op.Output(0)
+		buf := make([]byte, y.Bytes())
+		host[y.ID] = buf
+		var off int64
+		for _, v := range op.Inputs() {
+			n := v.Bytes()
+			host[v.ID] = buf[off : off+n : off+n]
+			off += n
+		}
+	}
+
 	for i, op := range order {
 		for ; k < len(ev) && ev[k].Pos == i && !ev[k].Free; k++ {
 			if err := alloc(ev[k].Interval, op.Describe()); err != nil {
@@ -290,13 +310,24 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 			if r == nil {
 				return nil, fmt.Errorf("executor: %s: %q is not in device memory", op.Describe(), src.Name)
 			}
-			buf := make([]byte, r.Bytes)
-			host[out.ID] = buf
+			buf := host[out.ID] // part of an in-place merge
+			if buf == nil {
+				buf = make([]byte, r.Bytes)
+				host[out.ID] = buf
+			}
 			rr := *r
 			t.run = func() error { return x.Dev.ToHost(buf, rr) }
 			rec.Stream = D2H
 			d2h.submit(t)
 		case ir.OnHost:
+			if inPlace[op.ID] {
+				// Its pieces are already in place: the task only orders
+				// the readers of the merge after every piece.
+				t.run = func() error { return nil }
+				rec.Stream = Host
+				hostS.submit(t)
+				break
+			}
 			if off, ok := ir.ContiguousSlice(op); ok {
 				// A contiguous slice of a host tensor is a view of it: no
 				// copy (TSPLIT §V-C). The task only orders its readers

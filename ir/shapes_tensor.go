@@ -986,3 +986,46 @@ func ContiguousSlice(op *Op) (int64, bool) {
 	}
 	return off * int64(bits/8), true
 }
+
+// InPlaceConcat reports whether a host-placed Concat can be merged in
+// place (TSPLIT §V-C): its output is contiguous pieces of its inputs in
+// order (the output's dimensions before the axis are 1, or the axis is
+// the outermost), every input is a distinct swap-out target, and no
+// other in-place merge reads it. The runtime then lets each swap-out
+// write straight into its part of the merged buffer, and the merge
+// copies nothing; the memory model counts the merged buffer once.
+func InPlaceConcat(op *Op) bool {
+	if op.Type != "Concat" || op.Domain != "" || !op.Host || op.Output(0) == nil || len(op.Inputs()) == 0 {
+		return false
+	}
+	y := op.Output(0)
+	bits := y.DType.Bits()
+	if bits <= 0 || bits%8 != 0 {
+		return false
+	}
+	axis := op.AttrInt("axis", 0)
+	if axis < 0 {
+		axis += int64(len(y.Shape))
+	}
+	if axis < 0 || axis >= int64(len(y.Shape)) {
+		return false
+	}
+	for d := int64(0); d < axis; d++ {
+		if y.Shape[d] != 1 {
+			return false
+		}
+	}
+	seen := map[*Value]bool{}
+	for _, v := range op.Inputs() {
+		if v == nil || seen[v] || v.Def == nil || CopyOf(v.Def) != ToHost {
+			return false
+		}
+		seen[v] = true
+		for _, u := range v.Uses() {
+			if u.Op != op && u.Op.Type == "Concat" && u.Op.Host {
+				return false // another merge reads it too
+			}
+		}
+	}
+	return true
+}

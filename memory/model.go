@@ -188,9 +188,18 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		}
 		add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: weightEnd(v)})
 	}
-	var hostLive []int64
-	if n > 0 {
-		hostLive = make([]int64, n+1)
+	// hostLive is a difference array of the host bytes held at each
+	// position. An in-place merge's pieces are parts of its buffer,
+	// which lives from the first piece's swap-out to the last read of
+	// the merge or of any piece.
+	hostLive := make([]int64, n+2)
+	mergeOf := map[ir.ValueID]bool{}
+	for _, op := range order {
+		if ir.InPlaceConcat(op) {
+			for _, v := range op.Inputs() {
+				mergeOf[v.ID] = true
+			}
+		}
 	}
 	for i, op := range order {
 		for _, v := range op.Outputs() {
@@ -206,12 +215,18 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 				end = n
 			}
 			if onHost(v) {
-				if _, view := ir.ContiguousSlice(op); view {
-					continue // a view of its input: no host memory of its own
+				if _, view := ir.ContiguousSlice(op); view || mergeOf[v.ID] {
+					continue // a view of its input, or part of a merge
 				}
-				for p := i; p <= min(end, n); p++ {
-					hostLive[p] += b
+				start := i
+				if ir.InPlaceConcat(op) {
+					for _, w := range op.Inputs() {
+						start = min(start, pos[w.Def.ID])
+						end = max(end, lastUse(w))
+					}
 				}
+				hostLive[start] += b
+				hostLive[min(end, n)+1] -= b
 				continue
 			}
 			add(Interval{Value: v, Kind: Activation, Bytes: b, Start: i, End: end})
@@ -221,7 +236,9 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 			add(Interval{Op: op, Kind: Workspace, Bytes: Align(w), Start: i, End: i})
 		}
 	}
-	for _, h := range hostLive {
+	var h int64
+	for _, d := range hostLive {
+		h += d
 		m.HostPeak = max(m.HostPeak, h)
 	}
 

@@ -89,6 +89,17 @@ func TestInsertSplit(t *testing.T) {
 	if views != 4 {
 		t.Errorf("%d host slices are views, want 4", views)
 	}
+	// The product's rows are merged in place: each piece's swap-out
+	// writes into the merged buffer.
+	merges := 0
+	for _, o := range m.Graph.Order() {
+		if ir.InPlaceConcat(o) {
+			merges++
+		}
+	}
+	if merges != 1 {
+		t.Errorf("%d in-place merges, want 1", merges)
+	}
 	t.Logf("peak %d → %d bytes; host peak %d bytes", memBefore.Peak, memAfter.Peak, memAfter.HostPeak)
 	if memAfter.Peak >= memBefore.Peak {
 		t.Fatalf("split did not lower the peak: %d → %d", memBefore.Peak, memAfter.Peak)

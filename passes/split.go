@@ -112,6 +112,12 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		lo, hi := pr[0], pr[1]
 		in := append([]*ir.Value(nil), op.Inputs()...)
 		var start0 int64 // where input 0's range begins (MaxPool indices)
+		type pieceKey struct {
+			x          *ir.Value
+			start, end int64
+			dim        int
+		}
+		got := map[pieceKey]*ir.Value{} // an input read twice comes in once
 		for j, x := range op.Inputs() {
 			im := dm.Inputs[j]
 			switch {
@@ -135,12 +141,17 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			if j == 0 {
 				start0 = r.Start
 			}
+			key := pieceKey{x, r.Start, r.End, im.Dim}
+			if v := got[key]; v != nil {
+				in[j] = v
+				continue
+			}
 			if hosts[j] == nil { // a weight: slice it on the device
 				v, err := slice(x, im.Dim, r.Start, r.End, fmt.Sprintf("%s/part%d", x.Name, k), false)
 				if err != nil {
 					return err
 				}
-				in[j] = v
+				in[j], got[key] = v, v
 				continue
 			}
 			h := hostPiece(hosts[j], im.Dim, r.Start, r.End)
@@ -155,7 +166,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			if err != nil {
 				return err
 			}
-			in[j] = si.Output(0)
+			in[j], got[key] = si.Output(0), si.Output(0)
 		}
 		for len(in) > 0 && in[len(in)-1] == nil {
 			in = in[:len(in)-1] // absent trailing optional inputs
@@ -277,8 +288,9 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	}
 	// Swap-ins that only fed the split op are dead now, and so are host
 	// merges of an earlier split whose pieces this one read directly.
+	gone := map[*ir.Op]bool{op: true}
 	for _, x := range op.Inputs() {
-		if err := removeDead(g, x); err != nil {
+		if err := removeDead(g, x, gone); err != nil {
 			return err
 		}
 	}
@@ -349,8 +361,9 @@ func hostPiece(h *ir.Value, axis int, lo, hi int64) *ir.Value {
 
 // removeDead removes v's producer when nothing reads v any more and it
 // is a copy or host op a split made redundant, then its inputs' in turn.
-func removeDead(g *ir.Graph, v *ir.Value) error {
-	if v == nil || v.Def == nil || v.NumUses() > 0 || isOutput(g, v) {
+// gone holds the ops already removed (an op may read a value twice).
+func removeDead(g *ir.Graph, v *ir.Value, gone map[*ir.Op]bool) error {
+	if v == nil || v.Def == nil || gone[v.Def] || v.NumUses() > 0 || isOutput(g, v) {
 		return nil
 	}
 	def := v.Def
@@ -365,8 +378,9 @@ func removeDead(g *ir.Graph, v *ir.Value) error {
 	if err := g.RemoveOp(def); err != nil {
 		return err
 	}
+	gone[def] = true
 	for _, x := range def.Inputs() {
-		if err := removeDead(g, x); err != nil {
+		if err := removeDead(g, x, gone); err != nil {
 			return err
 		}
 	}

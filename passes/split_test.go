@@ -554,3 +554,41 @@ func TestSumSplit(t *testing.T) {
 		t.Fatal("no sum split was planned")
 	}
 }
+
+// A split op that reads one restored value twice (Mul(x, x)): the
+// swap-in that only fed it goes once, not twice.
+func TestInsertSplitSameInputTwice(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 8, 16)
+	h := b.OpDomain(ir.Domain, "SwapOut", 1, V(b.Op("Relu", V(x))))[0]
+	r := b.OpDomain(ir.Domain, "SwapIn", 1, V(h))[0]
+	sq := b.Op("Mul", V(r, r))
+	m := b.Return(sq)
+	in := map[string][]byte{"x": rampBytes(8*16, 7)}
+	want, _ := runModel(t, m, 1<<20, in)
+	dm, ok := AnalyzeFT(m).Along(sq.Def, 0)
+	if !ok {
+		t.Fatal("Mul does not split along dimension 0")
+	}
+	if err := InsertSplit(m, &SplitDecision{Op: sq.Def, PNum: 2, Map: dm}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	ins := 0
+	for _, o := range m.Graph.Order() {
+		if ir.CopyOf(o) == ir.ToDevice {
+			ins++
+		}
+	}
+	if ins != 2+1 { // one piece in per micro-op, and the result back
+		t.Errorf("%d swap-ins, want 3", ins)
+	}
+	got, _ := runModel(t, m, 1<<20, in)
+	for name, w := range want.Outputs {
+		if !bytes.Equal(got.Outputs[name], w) {
+			t.Fatalf("output %q changed by the split", name)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+// tsplit keeps a split plan only where it pays: at batch 520 of the
+// CI-sized resnet50 its greedy split plan simulates slower than the
+// swap/recompute-only plan, which it keeps; at batch 700 only the split
+// plan exists. Either way tsplit is never behind tsplit-nosplit.
+func TestTsplitKeepsTheBetterPlan(t *testing.T) {
+	prof, err := Config{Small: true}.DeviceProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LookupModel("resnet50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		batch  int64
+		splits bool
+	}{{520, false}, {700, true}} {
+		g, _, err := Build(m, c.batch, 1, true, "sgd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Plan(g, prof, "tsplit")
+		if err != nil {
+			t.Fatalf("batch %d: %v", c.batch, err)
+		}
+		r := s.Report
+		t.Logf("batch %d: %s; %d splits, simulated step %.4g s", c.batch, r.Chosen, r.Split, r.Time)
+		if (r.Split > 0) != c.splits || !strings.HasPrefix(r.Chosen, map[bool]string{true: "split plan", false: "swap/recompute-only plan"}[c.splits]) {
+			t.Errorf("batch %d: kept %q with %d splits", c.batch, r.Chosen, r.Split)
+		}
+		g2, _, err := Build(m, c.batch, 1, true, "sgd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := Plan(g2, prof, "tsplit-nosplit")
+		switch {
+		case err != nil && !c.splits:
+			t.Fatalf("batch %d: tsplit-nosplit: %v", c.batch, err)
+		case err == nil && ns.Report.Time < r.Time:
+			t.Errorf("batch %d: tsplit-nosplit simulates %.4g s, tsplit %.4g s", c.batch, ns.Report.Time, r.Time)
+		}
+	}
+}

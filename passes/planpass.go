@@ -122,6 +122,9 @@ var PlanMemory = &Pass{
 // taken before planning, and the one with the shorter simulated step
 // (or the one that exists) is kept. Report.Chosen says which.
 func planWithFallback(s *State) (any, error) {
+	if err := CheckPolicyParams(s.Opts.Policy, s.Opts.PolicyParams); err != nil {
+		return nil, err
+	}
 	if policyName(s.Opts.Policy) != "tsplit" || s.Opts.NoSwap {
 		return planRounds(s)
 	}

@@ -50,6 +50,12 @@ type Config struct {
 	SweepSteps int
 	// Optimizer is the training step's optimizer ("": sgd).
 	Optimizer string
+	// MaxSubBatches and MaxSubBatchOps bound the step of modnn with
+	// sub-batching (Results.SubBatched), which is unrolled, one copy of
+	// the sub-batch step per sub-batch: at most MaxSubBatches
+	// sub-batches (0: 64) and MaxSubBatchOps ops (0: 16384), beyond
+	// which planning time grows too fast.
+	MaxSubBatches, MaxSubBatchOps int
 	// Progress receives a progress bar (nil: none).
 	Progress io.Writer
 	// Command is the command line recorded in the README.
@@ -116,6 +122,12 @@ func (c Config) Resolve() (Config, error) {
 	if c.Optimizer == "" {
 		c.Optimizer = "sgd"
 	}
+	if c.MaxSubBatches <= 0 {
+		c.MaxSubBatches = 64
+	}
+	if c.MaxSubBatchOps <= 0 {
+		c.MaxSubBatchOps = 16384
+	}
 	return c, nil
 }
 
@@ -168,6 +180,13 @@ type Results struct {
 	// Sweep is Fig. 12: per model, every policy's planned step over a
 	// range of batches.
 	Sweep []Sweep
+	// SubBatched is, per model, the largest batch modnn plans with
+	// moDNN's sub-batching (passes.ModnnStep): the step then runs as
+	// sub-batches with gradient accumulation, which for models with
+	// BatchNormalization is not the step the other policies plan
+	// (statistics per sub-batch), so it is kept out of the tables that
+	// compare policies. Nil when modnn is not among the policies.
+	SubBatched []Search
 	// Diagnoses follow Violations: each is tsplit planned again, swapping
 	// only, at the size another policy reached.
 	Diagnoses []*Diagnosis
@@ -192,6 +211,9 @@ type Sweep struct {
 	// Unconstrained[i] is the step time with unlimited memory at
 	// Batches[i] (seconds).
 	Unconstrained []float64
+	// SubBatched[i] is modnn with sub-batching at Batches[i] (nil
+	// entries when modnn is not among the policies).
+	SubBatched []*Probe
 }
 
 // sweepBatches are the sweep's batches: SweepSteps evenly spaced
@@ -296,6 +318,22 @@ func Run(cfg Config) (*Results, error) {
 			}})
 		}
 	}
+	// modnn with sub-batching: a search of its own (see
+	// Results.SubBatched).
+	subBatched := slices.Contains(r.Policies, "modnn")
+	if subBatched {
+		r.SubBatched = make([]Search, nm)
+		for i, m := range r.Models {
+			jobs = append(jobs, job{fmt.Sprintf("%s modnn sub-batched batch", m.Name), func() error {
+				s, err := maxPassing(cfg.MaxBatch, func(b int64) (*Probe, bool, error) {
+					p, err := pr.probeSubBatched(m, b)
+					return p, err == nil && p.OK, err
+				})
+				r.SubBatched[i] = s
+				return err
+			}})
+		}
+	}
 	if err := runJobs(cfg, "searching", jobs, pr); err != nil {
 		return nil, err
 	}
@@ -338,7 +376,15 @@ func Run(cfg Config) (*Results, error) {
 		sw.Batches = sweepBatches(cfg.SweepMin, top, cfg.SweepSteps)
 		sw.Probes = grid[*Probe](len(sw.Batches), np)
 		sw.Unconstrained = make([]float64, len(sw.Batches))
+		sw.SubBatched = make([]*Probe, len(sw.Batches))
 		for bi, b := range sw.Batches {
+			if subBatched {
+				jobs = append(jobs, job{fmt.Sprintf("%s modnn sub-batched batch %d", m.Name, b), func() error {
+					p, err := pr.probeSubBatched(m, b)
+					sw.SubBatched[bi] = p
+					return err
+				}})
+			}
 			for j, pol := range r.Policies {
 				jobs = append(jobs, job{fmt.Sprintf("%s %s batch %d", m.Name, pol, b), func() error {
 					p, err := pr.probe(m, b, 1, pol)

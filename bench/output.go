@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -21,6 +24,7 @@ const (
 	ThroughputFile  = "throughput"              // Fig. 12 data
 	ThresholdFile   = "max_batch_at_throughput" // Fig. 14a
 	LimitsFile      = "limits"                  // why each search stops
+	SubBatchedFile  = "modnn_subbatched"        // modnn with sub-batching
 	PlotPrefix      = "throughput_"             // + model + .png/.svg
 	ReadmeFile      = "README.md"
 )
@@ -48,6 +52,9 @@ func Write(dir string, r *Results) ([]string, error) {
 		{ThroughputFile, throughputMD(r), throughputCSV(r)},
 		{ThresholdFile, thresholdMD(r), thresholdCSV(r)},
 		{LimitsFile, limitsMD(r), limitsCSV(r)},
+	}
+	if r.SubBatched != nil {
+		tables = append(tables, table{SubBatchedFile, subBatchedMD(r), subBatchedCSV(r)})
 	}
 	for _, t := range tables {
 		if err := put(t.name+".md", []byte(t.md)); err != nil {
@@ -218,10 +225,24 @@ func throughputMD(r *Results) string {
 		"Device %s. Each cell: samples/s of the policy's planned step (batch / predicted step time) and, in parentheses, "+
 		"that throughput relative to the unconstrained step at the same batch (the training step with every tensor "+
 		"resident and unlimited memory). — : the policy cannot plan that batch into the budget.\n\n", r.Profile.Name)
+	if r.SubBatched != nil {
+		fmt.Fprintf(&b, "The last column, %s, is modnn with moDNN's sub-batching, k×b where it ran k sub-batches of at most b "+
+			"samples: for models with BatchNormalization a different training step (see [%s.md](%s.md)); its relative throughput "+
+			"is against the plain step's unconstrained time.\n\n", SubBatchedName, SubBatchedFile, SubBatchedFile)
+	}
 	for i, m := range r.Models {
 		sw := r.Sweep[i]
 		fmt.Fprintf(&b, "## %s\n\n![%s](%s%s.png)\n\n", m.Display, m.Display, PlotPrefix, m.Name)
 		header := append([]string{"batch", "unconstrained"}, r.Policies...)
+		if r.SubBatched != nil {
+			header = append(header, SubBatchedName)
+		}
+		cell := func(p *Probe) string {
+			if p == nil || !p.OK {
+				return "—"
+			}
+			return fmt.Sprintf("%s (%.0f%%)", fmtFloat(p.Throughput(), 1), 100*p.Relative())
+		}
 		var rows [][]string
 		for bi, batch := range sw.Batches {
 			row := []string{strconv.FormatInt(batch, 10), "—"}
@@ -229,11 +250,14 @@ func throughputMD(r *Results) string {
 				row[1] = fmtFloat(float64(batch)/t, 1)
 			}
 			for _, p := range sw.Probes[bi] {
-				if p == nil || !p.OK {
-					row = append(row, "—")
-					continue
+				row = append(row, cell(p))
+			}
+			if r.SubBatched != nil {
+				c := cell(sw.SubBatched[bi])
+				if p := sw.SubBatched[bi]; c != "—" && p.SubBatches > 1 {
+					c += fmt.Sprintf(" %d×%d", p.SubBatches, p.SubBatch)
 				}
-				row = append(row, fmt.Sprintf("%s (%.0f%%)", fmtFloat(p.Throughput(), 1), 100*p.Relative()))
+				row = append(row, c)
 			}
 			rows = append(rows, row)
 		}
@@ -245,13 +269,21 @@ func throughputMD(r *Results) string {
 
 func throughputCSV(r *Results) [][]string {
 	out := [][]string{{"model", "batch", "policy", "fits", "step_s", "unconstrained_step_s", "samples_per_s", "relative",
-		"peak_bytes", "pool_bytes", "host_peak_bytes", "swapped", "recomputed", "split"}}
+		"peak_bytes", "pool_bytes", "host_peak_bytes", "swapped", "recomputed", "split", "sub_batches"}}
 	for i, m := range r.Models {
 		sw := r.Sweep[i]
 		for bi, batch := range sw.Batches {
-			for _, p := range sw.Probes[bi] {
-				row := []string{m.Name, strconv.FormatInt(batch, 10), p.Policy, strconv.FormatBool(p.OK), "",
-					fmtFloat(sw.Unconstrained[bi], 6), "", "", "", "", "", "", "", ""}
+			probes := sw.Probes[bi]
+			if r.SubBatched != nil && sw.SubBatched[bi] != nil {
+				probes = append(slices.Clone(probes), sw.SubBatched[bi])
+			}
+			for _, p := range probes {
+				policy, subs := p.Policy, ""
+				if p.SubBatched {
+					policy, subs = SubBatchedPolicy, strconv.Itoa(p.SubBatches)
+				}
+				row := []string{m.Name, strconv.FormatInt(batch, 10), policy, strconv.FormatBool(p.OK), "",
+					fmtFloat(sw.Unconstrained[bi], 6), "", "", "", "", "", "", "", "", subs}
 				if p.OK {
 					row[4] = fmtFloat(p.Time, 6)
 					row[6] = fmtFloat(p.Throughput(), 3)
@@ -317,6 +349,12 @@ func shortReason(p *Probe) string {
 		return "search cap"
 	case p.OK:
 		return fmt.Sprintf("throughput %.1f%% of unconstrained", 100*p.Relative())
+	// A sub-batched probe's own limits first: their messages quote the
+	// plan that failed before.
+	case strings.Contains(p.Err, "unrolled at most"), strings.Contains(p.Err, "built at most"):
+		return "unrolled-step cap"
+	case batchInputSlice.MatchString(p.Err):
+		return "the whole batch's inputs on the device"
 	case strings.Contains(p.Err, "pinned host memory"):
 		return "host memory"
 	case strings.Contains(p.Err, "keeps every tensor"):
@@ -331,9 +369,17 @@ func shortReason(p *Probe) string {
 		return "layout fragmentation"
 	case strings.Contains(p.Err, "panicked"):
 		return "policy panicked"
+	case strings.Contains(p.Err, "lower bound (Eq. 2)"):
+		return "below moDNN's Eq. 2 bound"
+	case strings.Contains(p.Err, "after offloading everything"):
+		return "device (nothing left to offload)"
 	}
 	return "other"
 }
+
+// batchInputSlice matches a plan that fails at a sub-batched step's
+// slice of a batch input, where the whole batch's inputs are live.
+var batchInputSlice = regexp.MustCompile(`at node "subbatch[0-9]+/[^"]*" \(Slice\)`)
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -355,6 +401,9 @@ func limitRows(r *Results) []limitRow {
 			for j, p := range r.Config.ThresholdPolicies {
 				out = append(out, limitRow{fmt.Sprintf("batch at ≥%d%% throughput", x), m.Name, p, r.UnderX[t][i][j]})
 			}
+		}
+		if r.SubBatched != nil {
+			out = append(out, limitRow{SampleScaleTable, m.Name, SubBatchedPolicy, r.SubBatched[i]})
 		}
 	}
 	return out
@@ -478,6 +527,9 @@ func Summary(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\nLargest batch (Table IV), %s:\n\n%s", r.Profile.Name, scaleTable(r, r.SampleScale, true))
 	fmt.Fprintf(w, "\nLargest parameter scale k at batch %d (Table V):\n\n%s", r.Config.ParamBatch, scaleTable(r, r.ParamScale, false))
 	fmt.Fprintf(w, "\nLargest batch at ≥ x%% of the unconstrained throughput (Fig. 14a):\n\n%s", mdTable(thresholdHeader(r), thresholdRows(r)))
+	if r.SubBatched != nil {
+		fmt.Fprintf(w, "\nmodnn with sub-batching (a different step for models with BatchNormalization):\n\n%s", subBatchedTable(r))
+	}
 	for _, d := range r.Diagnoses {
 		fmt.Fprintf(w, "tsplit beaten: %s, %s: %s reaches %d, tsplit %d; %s\n", d.Table, d.Model, d.Policy, d.Value, d.Tsplit, d.swapOnlyNote())
 	}
@@ -537,4 +589,103 @@ func (d *Diagnosis) swapOnlyNote() string {
 		return fmt.Sprintf("tsplit swapping only (no recomputation) plans %d", d.Value)
 	}
 	return fmt.Sprintf("tsplit swapping only fails there too (%s)", shortReason(p))
+}
+
+// SubBatchedName is modnn with sub-batching in tables; SubBatchedPolicy
+// its name in CSV files and the limits table.
+const (
+	SubBatchedName   = "modnn (sub-batched)"
+	SubBatchedPolicy = "modnn-subbatched"
+)
+
+// hasBatchNorm says whether a benchmark model has BatchNormalization, so
+// that sub-batching changes its training step.
+func hasBatchNorm(r *Results, m Model) bool {
+	zc := zoo.Config{Batch: 1, WeightsAsInputs: true}
+	if r.Config.Small {
+		zc = zoo.SmallConfig(m.Zoo)
+		zc.Batch, zc.WeightsAsInputs = 1, true
+	}
+	mp, err := zoo.Build(m.Zoo, zc)
+	if err != nil {
+		return false
+	}
+	for _, n := range mp.GetGraph().GetNode() {
+		if n.GetOpType() == "BatchNormalization" {
+			return true
+		}
+	}
+	return false
+}
+
+// fmtSubBatched is a sub-batched search's maximum, "≥N" where it stopped
+// on the benchmark's bound on the unrolled step rather than on memory.
+func fmtSubBatched(s Search) string {
+	if s.Stop != nil && shortReason(s.Stop) == "unrolled-step cap" {
+		return "≥" + strconv.FormatInt(s.Max, 10)
+	}
+	return fmtScale(s)
+}
+
+// subBatchedRows are the per-model rows of the sub-batched table.
+func subBatchedRows(r *Results) [][]string {
+	var rows [][]string
+	for i, m := range r.Models {
+		s := r.SubBatched[i]
+		plain, _ := scaleOf(r, r.SampleScale, i, "modnn")
+		ts, ok := scaleOf(r, r.SampleScale, i, "tsplit")
+		tsCell := "—"
+		if ok {
+			tsCell = fmtScale(ts)
+		}
+		bn := "no (the same step)"
+		if hasBatchNorm(r, m) {
+			bn = "yes (statistics per sub-batch)"
+		}
+		row := []string{m.Display, bn, fmtScale(plain), fmtSubBatched(s), tsCell}
+		if p := s.At; p != nil {
+			row = append(row, fmt.Sprintf("%d × %d (Eq. 3: %d)", p.SubBatches, p.SubBatch, p.SubBatchEq3),
+				fmt.Sprintf("%s (%.0f%%)", fmtFloat(p.Throughput(), 1), 100*p.Relative()))
+		} else {
+			row = append(row, "—", "—")
+		}
+		row = append(row, shortReason(s.Stop))
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func subBatchedTable(r *Results) string {
+	return mdTable([]string{"Model", "BatchNormalization", "modnn", SubBatchedName, "tsplit", "sub-batches at the maximum",
+		"samples/s there (vs unconstrained)", "stops because"}, subBatchedRows(r))
+}
+
+func subBatchedMD(r *Results) string {
+	return fmt.Sprintf("# modnn with sub-batching\n\n"+
+		"Device %s, budget %s. The largest batch modnn plans when, as moDNN does, it runs the step as sub-batches of Eq. 3's "+
+		"size with the gradients accumulated (passes.PlanModnn: where the plan at Eq. 3's size does not fit, the whole batch, "+
+		"then the sub-batch halved at most %d times), next to modnn on the plain step (Table IV's column) and tsplit. For a model with BatchNormalization this is a "+
+		"different training step: each sub-batch is normalized with its own statistics. The step is unrolled (one copy of the "+
+		"sub-batch step per sub-batch), so the benchmark builds at most %d sub-batches and %d ops; ≥ marks a search that "+
+		"stopped there. Samples/s is at the maximum, in parentheses against the plain step's unconstrained throughput at that "+
+		"batch.\n\n%s", r.Profile.Name, compiler.FormatBytes(r.Profile.Budget()), passes.ModnnHalvings, r.Config.MaxSubBatches,
+		r.Config.MaxSubBatchOps, subBatchedTable(r))
+}
+
+func subBatchedCSV(r *Results) [][]string {
+	out := [][]string{{"model", "batchnorm", "modnn_max_batch", "subbatched_max_batch", "stopped_on_unroll_cap", "tsplit_max_batch",
+		"sub_batches", "sub_batch", "eq3_sub_batch", "samples_per_s", "relative", "stop_reason"}}
+	for i, m := range r.Models {
+		s := r.SubBatched[i]
+		plain, _ := scaleOf(r, r.SampleScale, i, "modnn")
+		ts, _ := scaleOf(r, r.SampleScale, i, "tsplit")
+		row := []string{m.Name, strconv.FormatBool(hasBatchNorm(r, m)), strconv.FormatInt(plain.Max, 10), strconv.FormatInt(s.Max, 10),
+			strconv.FormatBool(strings.HasPrefix(fmtSubBatched(s), "≥")), strconv.FormatInt(ts.Max, 10), "", "", "", "", "", shortReason(s.Stop)}
+		if p := s.At; p != nil {
+			row[6], row[7], row[8] = strconv.Itoa(p.SubBatches), strconv.FormatInt(p.SubBatch, 10), strconv.FormatInt(p.SubBatchEq3, 10)
+			row[9], row[10] = fmtFloat(p.Throughput(), 3), fmtFloat(p.Relative(), 4)
+		}
+		out = append(out, row)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -21,8 +22,19 @@ type Probe struct {
 	// OK says the plan fits the device and the host; Err says why not.
 	OK  bool
 	Err string
+	// SubBatched marks a probe of modnn with moDNN's sub-batching
+	// (passes.PlanModnn): the step it plans runs SubBatches sub-batches
+	// of at most SubBatch samples (1 and the batch: the whole batch at
+	// once), where the other probes plan the plain step.
+	// SubBatchEq3 is Eq. 3's sub-batch; SubBatch is below it where
+	// passes.PlanModnn halved it for the plan to fit.
+	SubBatched  bool
+	SubBatch    int64
+	SubBatches  int
+	SubBatchEq3 int64
 	// From the planner's report (zero where planning failed before
-	// filling them).
+	// filling them). BaseTime is always the plain step's at this batch,
+	// sub-batched or not.
 	BasePeak, Peak, Pool, HostPeak int64
 	BaseTime, Time                 float64 // unconstrained and planned step, seconds
 	Swapped, Recomputed, Split     int
@@ -50,6 +62,7 @@ type probeKey struct {
 	batch, width int64
 	policy       string
 	swapOnly     bool
+	subBatched   bool
 }
 
 type probeEntry struct {
@@ -92,7 +105,16 @@ func (pr *prober) probe(m Model, batch, width int64, policy string) (*Probe, err
 // probeOpts is probe with tsplit's planner restricted to swapping
 // (passes.Options.NoRecompute) when swapOnly is set.
 func (pr *prober) probeOpts(m Model, batch, width int64, policy string, swapOnly bool) (*Probe, error) {
-	k := probeKey{m.Name, batch, width, policy, swapOnly}
+	return pr.probeAt(probeKey{m.Name, batch, width, policy, swapOnly, false}, m)
+}
+
+// probeSubBatched plans model m at batch (width 1) with the modnn
+// policy and moDNN's sub-batching.
+func (pr *prober) probeSubBatched(m Model, batch int64) (*Probe, error) {
+	return pr.probeAt(probeKey{m.Name, batch, 1, "modnn", false, true}, m)
+}
+
+func (pr *prober) probeAt(k probeKey, m Model) (*Probe, error) {
 	pr.mu.Lock()
 	e, ok := pr.memo[k]
 	if !ok {
@@ -105,7 +127,7 @@ func (pr *prober) probeOpts(m Model, batch, width int64, policy string, swapOnly
 		<-e.done
 		return e.p, e.err
 	}
-	e.p, e.err = pr.plan(m, batch, width, policy, swapOnly)
+	e.p, e.err = pr.plan(m, k)
 	close(e.done)
 	if pr.onDone != nil {
 		pr.onDone(pr.count())
@@ -118,23 +140,9 @@ func (pr *prober) probeOpts(m Model, batch, width int64, policy string, swapOnly
 // is generated), in the benchmark's configuration (cfg.Small: the zoo's
 // CI-sized family configuration).
 func Build(m Model, batch, width int64, small bool, optimizer string) (*ir.Model, *compiler.TrainingInfo, error) {
-	zc := zoo.Config{}
-	if small {
-		zc = zoo.SmallConfig(m.Zoo)
-	}
-	if zc.Width == 0 {
-		zc.Width = 1
-	}
-	zc.Width *= float64(width)
-	zc.Batch = batch
-	zc.WeightsAsInputs = true
-	mp, err := zoo.Build(m.Zoo, zc)
+	g, err := BuildForward(m, width, small)(batch)
 	if err != nil {
 		return nil, nil, err
-	}
-	g, err := compiler.FromProto(mp, "", compiler.Options{Batch: batch})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s at batch %d, width ×%d: %w", m.Name, batch, width, err)
 	}
 	ti, err := compiler.BuildTrainingStep(g, compiler.TrainOptions{Optimizer: optimizer})
 	if err != nil {
@@ -143,10 +151,52 @@ func Build(m Model, batch, width int64, small bool, optimizer string) (*ir.Model
 	return g, ti, nil
 }
 
+// BuildForward returns the builder of benchmark model m's forward graph
+// at parameter scale k, with its weights as graph inputs, as Build uses
+// it (and passes.ModnnStep, to rebuild a step as sub-batches).
+func BuildForward(m Model, width int64, small bool) compiler.ForwardBuilder {
+	return func(batch int64) (*ir.Model, error) {
+		zc := zoo.Config{}
+		if small {
+			zc = zoo.SmallConfig(m.Zoo)
+		}
+		if zc.Width == 0 {
+			zc.Width = 1
+		}
+		zc.Width *= float64(width)
+		zc.Batch = batch
+		zc.WeightsAsInputs = true
+		mp, err := zoo.Build(m.Zoo, zc)
+		if err != nil {
+			return nil, err
+		}
+		g, err := compiler.FromProto(mp, "", compiler.Options{Batch: batch})
+		if err != nil {
+			return nil, fmt.Errorf("%s at batch %d, width ×%d: %w", m.Name, batch, width, err)
+		}
+		return g, nil
+	}
+}
+
 // Plan runs the whole planning pipeline on a training step. A policy
 // that panics is reported as a planning error, like one that fails.
 func Plan(g *ir.Model, prof *profile.Profile, policy string) (*passes.State, error) {
 	return PlanWith(g, &passes.Options{Budget: prof.Budget(), Profile: prof, Policy: policy})
+}
+
+// panicError is a policy's panic, which fails a probe like an error.
+type panicError struct{ msg string }
+
+func (e panicError) Error() string { return e.msg }
+
+// planModnn is passes.PlanModnn, a panic reported as a panicError.
+func planModnn(g *ir.Model, mb passes.ModnnBuild, opts *passes.Options) (s *passes.State, res *passes.ModnnResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError{fmt.Sprintf("policy modnn panicked: %v", r)}
+		}
+	}()
+	return passes.PlanModnn(g, mb, opts)
 }
 
 // PlanWith is Plan with every planning option.
@@ -162,17 +212,42 @@ func PlanWith(g *ir.Model, opts *passes.Options) (s *passes.State, err error) {
 	return s, err
 }
 
-func (pr *prober) plan(m Model, batch, width int64, policy string, swapOnly bool) (*Probe, error) {
-	p := &Probe{Model: m.Name, Batch: batch, Width: width, Policy: policy}
+func (pr *prober) plan(m Model, k probeKey) (*Probe, error) {
+	batch, width, policy := k.batch, k.width, k.policy
+	p := &Probe{Model: m.Name, Batch: batch, Width: width, Policy: policy, SubBatched: k.subBatched}
 	g, _, err := Build(m, batch, width, pr.cfg.Small, pr.cfg.Optimizer)
 	if err != nil {
 		return nil, err
 	}
-	s, err := PlanWith(g, &passes.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: policy, NoRecompute: swapOnly})
-	if r := s.Report; r != nil {
+	opts := &passes.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: policy, NoRecompute: k.swapOnly}
+	var s *passes.State
+	var res *passes.ModnnResult
+	if k.subBatched {
+		mb := passes.ModnnBuild{Forward: BuildForward(m, width, pr.cfg.Small), Train: compiler.TrainOptions{Optimizer: pr.cfg.Optimizer}, MaxSubBatches: pr.cfg.MaxSubBatches, MaxOps: pr.cfg.MaxSubBatchOps}
+		s, res, err = planModnn(g, mb, opts)
+		var pe panicError
+		if res == nil && !errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s at batch %d: %w", m.Name, batch, err)
+		}
+	} else {
+		s, err = PlanWith(g, opts)
+	}
+	if s != nil && s.Report != nil {
+		r := s.Report
 		p.BasePeak, p.Peak, p.Pool, p.HostPeak = r.BasePeak, r.Peak, r.Pool, r.HostPeak
 		p.BaseTime, p.Time = r.BaseTime, r.Time
 		p.Swapped, p.Recomputed, p.Split = r.Swapped, r.Recomputed, r.Split
+	}
+	if res != nil {
+		p.BaseTime = res.BaseTime // the plain step's, not the sub-batched one's
+		p.SubBatchEq3, p.SubBatch, p.SubBatches = res.SubBatch, batch, 1
+		if len(res.SubBatches) > 0 {
+			p.SubBatch, p.SubBatches = res.SubBatches[0], len(res.SubBatches)
+		}
+		var lim *passes.SubBatchLimitError
+		if errors.As(err, &lim) {
+			p.SubBatch, p.SubBatches = lim.Tried, lim.SubBatches
+		}
 	}
 	if err != nil {
 		p.Err = err.Error()

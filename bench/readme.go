@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -48,6 +49,12 @@ func readme(r *Results) string {
 		"128 tokens per sample). Its parameter scale k multiplies the hidden size and the head count, so heads keep their " +
 		"width; a CNN's multiplies every channel count.\n\n")
 	w("Policies (every one registered when the benchmark ran, in table order): %s.\n\n", "`"+strings.Join(r.Policies, "`, `")+"`")
+	if r.SubBatched != nil {
+		w("Every policy in the tables below plans the same training step, the whole batch at once; `modnn` there is moDNN's "+
+			"offloading, prefetching and convolution algorithms without its sub-batching. moDNN with sub-batching runs a "+
+			"different step for models with BatchNormalization and has a table of its own: [%s](#modnn-with-sub-batching).\n\n",
+			SubBatchedName)
+	}
 
 	w("## Largest sample scale — Table IV\n\n%s\n", scaleTable(r, r.SampleScale, true))
 	w("### tsplit over base, next to the paper\n\n%s\n", paperTable(r, r.SampleScale, true))
@@ -63,6 +70,10 @@ func readme(r *Results) string {
 		w("\n")
 	} else if r.column("tsplit") >= 0 {
 		w("tsplit reaches at least every other policy's maximum in both tables, on every model.\n\n")
+	}
+
+	if r.SubBatched != nil {
+		w("%s", subBatchedSection(r))
 	}
 
 	if a := r.NonMonotone(); len(a) > 0 {
@@ -297,4 +308,84 @@ func paperTable(r *Results, t [][]Search, sample bool) string {
 	}
 	return mdTable([]string{"Model", "base", "tsplit", "tsplit / base", "paper Base", "paper TSPLIT", "paper TSPLIT / Base",
 		"base / paper Base", "tsplit / paper TSPLIT"}, rows)
+}
+
+// subBatchedSection is the README's account of modnn with sub-batching:
+// its table, where it goes further than tsplit and why, and what stops
+// it. The facts are computed from the results.
+func subBatchedSection(r *Results) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	c := r.Config
+	w("## modnn with sub-batching\n\n")
+	w("moDNN (DATE'18, §IV-A) trains a batch as sub-batches of Eq. 3's size with the gradients accumulated, so only one "+
+		"sub-batch's feature maps have to fit. Here that is `passes.PlanModnn`: Eq. 1–3 on the plain step (each tensor split "+
+		"exactly into what grows with the sub-batch, from the step built at the batch + 1), then the step rebuilt by "+
+		"`compiler.AccumulateSubBatches` as k copies of the step at the sub-batch, each reading its rows of the inputs and "+
+		"labels, the gradients summed and the one optimizer update applied at the end, and planned with modnn's Alg. 1. "+
+		"Where Alg. 1 cannot realize Eq. 3's sub-batch (it cannot offload what the previous task read, nor what was not used "+
+		"since it was made, which Eq. 1 does not count), the whole batch is tried, then the sub-batch halved at most %d times "+
+		"— additions to the paper, so that sub-batching is never worse than modnn without it.\n\n",
+		passes.ModnnHalvings)
+	w("It is not the step the other policies plan when the model has BatchNormalization: each sub-batch is normalized with "+
+		"its own mean and variance and updates the running statistics in turn (docs/training.md). Without BatchNormalization "+
+		"it is the same step up to float32 rounding (compiler's TestAccumulatedEqualsFullBatch: loss, gradients and updated "+
+		"weights within 10⁻⁵). So it is kept out of the tables above; full numbers are in [%s.md](%s.md) and [%s.csv](%s.csv).\n\n",
+		SubBatchedFile, SubBatchedFile, SubBatchedFile, SubBatchedFile)
+	w("%s\n", subBatchedTable(r))
+
+	ts := r.column("tsplit")
+	var beats, beatsBN []string
+	for i, m := range r.Models {
+		if ts < 0 || r.SubBatched[i].Max <= r.SampleScale[i][ts].Max {
+			continue
+		}
+		x := fmt.Sprintf("%s (%s against %s)", m.Display, fmtSubBatched(r.SubBatched[i]), fmtScale(r.SampleScale[i][ts]))
+		if hasBatchNorm(r, m) {
+			beatsBN = append(beatsBN, x)
+		} else {
+			beats = append(beats, x)
+		}
+	}
+	switch {
+	case len(beats)+len(beatsBN) == 0 && ts >= 0:
+		w("modnn with sub-batching does not plan a larger batch than tsplit on any model here.\n\n")
+	case ts >= 0:
+		w("**modnn with sub-batching plans larger batches than tsplit** on ")
+		if len(beats) > 0 {
+			w("%s, models without BatchNormalization, where it trains the same step", strings.Join(beats, ", "))
+			if len(beatsBN) > 0 {
+				w("; and on ")
+			}
+		}
+		if len(beatsBN) > 0 {
+			w("%s, where with statistics per sub-batch it trains a different one", strings.Join(beatsBN, ", "))
+		}
+		w(". Why: tsplit plans the whole batch's step, in which every feature map of the whole batch exists and must be " +
+			"resident, swapped or recomputed, so its largest batch is bounded by what the budget and the host can hold of them; " +
+			"a sub-batched step only ever holds one sub-batch's feature maps, and grows with the batch only by the batch's " +
+			"inputs, which stay on the device as graph inputs, and the time of k sub-batches. tsplit does not sub-batch; " +
+			"nothing in the comparison above says tsplit's splitting beats gradient accumulation at scale — only that, for the " +
+			"same step, it goes further than the other planners.\n\n")
+	}
+	reasons := map[string][]string{}
+	var order []string
+	for i, m := range r.Models {
+		why := shortReason(r.SubBatched[i].Stop)
+		if reasons[why] == nil {
+			order = append(order, why)
+		}
+		reasons[why] = append(reasons[why], m.Display)
+	}
+	w("What stops it: ")
+	var parts []string
+	for _, why := range order {
+		parts = append(parts, fmt.Sprintf("%s — %s", strings.Join(reasons[why], ", "), why))
+	}
+	w("%s. The unrolled-step cap is the benchmark's (at most %d sub-batches and %d ops; planning time grows faster than "+
+		"the step), not memory: moDNN's runtime loops over sub-batches where this step is unrolled. The batch's inputs are "+
+		"graph inputs, resident on the device from the start, so the largest batch also stops where one sub-batch's step "+
+		"plus the whole batch's inputs no longer fit. The throughput is that of k small sub-batches, the samples/s column, "+
+		"against the plain step's unconstrained throughput at the same batch.\n\n", strings.Join(parts, "; "), c.MaxSubBatches, c.MaxSubBatchOps)
+	return b.String()
 }

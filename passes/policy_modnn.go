@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"weak"
@@ -21,7 +22,13 @@ import (
 //     algorithm; Eq. 2's lower bound is S_W + max_t M_min(t, 1) with the
 //     baseline algorithm; the sub-batch is Eq. 3 iterated to its fixed
 //     point, then the largest b ≤ batch whose every task fits
-//     (ModnnSubBatch).
+//     (ModnnSubBatch). Which bytes of a tensor grow with b is exact when
+//     the step is also built at the batch + 1 (ModnnSelect's other, as
+//     ModnnStep and PlanModnn do): bytes(B) = F + P·B per tensor.
+//     Without it a tensor scales when its leading dimension is the batch,
+//     which counts as fixed the tensors that fold the batch into another
+//     dimension (a weight gradient's transposed operands, a pooling
+//     gradient per (n, c) plane) and makes Eq. 2 grow with the batch.
 //   - Offloading and prefetching (Alg. 1): the tasks are simulated in
 //     order. Where a task's memory does not fit (M_i minus what earlier
 //     offloads saved, plus its chosen algorithm's workspace), data not
@@ -39,18 +46,37 @@ import (
 //     delay of the offloads its workspace needs and T_pre the delay of
 //     the nearest task's prefetches its workspace pushes after the task;
 //     the largest gain wins (implicit GEMM, no workspace, gains 0).
+//   - Sub-batching (§IV-A: "the gradients are accumulated from all the
+//     sub-batches"): when Eq. 3's b is below the batch B, moDNN trains
+//     the step as sub-batches of b samples, the last one smaller when b
+//     does not divide B (B = 10, b = 4: 4, 4, 2; the loss and gradients
+//     weigh each sub-batch by its size, so nothing else changes). That
+//     is a different training graph, so it is built before planning:
+//     ModnnStep computes Eq. 1–3 on the plain step and, where b < B,
+//     rebuilds it with compiler.AccumulateSubBatches (k replicas of the
+//     step at b, gradients accumulated, one optimizer update), which
+//     this policy then plans with Alg. 1 like any step. The accumulated
+//     step records its sub-batches (compiler.SubBatchKey) and
+//     ModnnResult reports them. PlanModnn, which tsplitc and tsplitc
+//     bench use for modnn, plans that step and, where Alg. 1 here cannot
+//     realize Eq. 3's b (see PlanModnn), halves b until the plan fits.
+//     A plain step handed to the policy whose Eq. 3 needs sub-batches is
+//     planned whole, and its error names the sub-batch.
+//     BatchNormalization then normalizes with each sub-batch's statistics
+//     (moDNN's semantics; docs/training.md), so for BN models the step is
+//     not the one the other policies plan.
 //
-// What is missing: sub-batching itself. The selected sub-batch is
-// computed and reported (ModnnResult), but the step still runs on the
-// whole batch — running it as sub-batches with gradient accumulation is
-// a graph rewrite (a loop over sub-batches, accumulated gradients, BN
-// over sub-batches) that no pass does yet; when the budget needs a
-// sub-batch smaller than the batch the error says so. The chosen
-// algorithms are reported and their workspace is reserved in the plan
-// (so a GPU runtime could use them), but neither the memory model, the
-// simulator nor the CPU runtime knows per-op algorithms, so the
-// predicted step time does not include their speed-up. Defragmentation
-// does not apply: the static layout is computed after planning.
+// What is missing: the unrolled step grows with k (k copies of the
+// sub-batch step's ops) where moDNN's runtime loops, so callers bound k
+// (tsplitc bench does); Alg. 1 cannot offload what the previous task
+// read or what was not used since it was made, so Eq. 3's guarantee
+// that any budget above Eq. 2 schedules does not hold here (PlanModnn's
+// halving stands in for it). The chosen algorithms are reported and
+// their workspace is reserved in the plan (so a GPU runtime could use
+// them), but neither the memory model, the simulator nor the CPU
+// runtime knows per-op algorithms, so the predicted step time does not
+// include their speed-up. Defragmentation does not apply: the static
+// layout is computed after planning.
 
 func init() {
 	RegisterPolicy("modnn", modnnPolicy)
@@ -143,9 +169,44 @@ type ModnnConvChoice struct {
 
 // ModnnResult is what the modnn policy decided beyond its Plan.
 type ModnnResult struct {
+	// Batch is the step's batch and SubBatch Eq. 3's sub-batch size.
 	Batch, SubBatch int64
-	LowerBound      int64 // Eq. 2
-	Convs           []ModnnConvChoice
+	// SubBatches are the sub-batches the planned step runs (nil: the
+	// whole batch at once).
+	SubBatches []int64
+	LowerBound int64 // Eq. 2
+	Convs      []ModnnConvChoice
+	// BaseTime is the simulated time of the plain step (the whole
+	// batch, every tensor resident, memory unlimited), what a
+	// sub-batched step's time compares with (ModnnSelect only).
+	BaseTime float64
+	ops      int // the plain step's
+}
+
+// SubBatchLimitError is the error of ModnnStep and PlanModnn when a
+// sub-batch would need more sub-batches than the caller unrolls.
+type SubBatchLimitError struct {
+	// Batch is the step's, SubBatch Eq. 3's and Tried the sub-batch
+	// that would need SubBatches > Max sub-batches.
+	Batch, SubBatch, Tried int64
+	SubBatches, Max        int
+	// MaxOps and Ops: the same bound and need in ops (0: not the
+	// bound that was hit).
+	MaxOps, Ops int
+	// After is why the plan at a larger sub-batch did not fit (nil:
+	// Tried is Eq. 3's).
+	After error
+}
+
+func (e *SubBatchLimitError) Error() string {
+	msg := fmt.Sprintf("modnn: at batch %d, sub-batches of %d (Eq. 3: %d) are %d sub-batches, more than the %d unrolled at most", e.Batch, e.Tried, e.SubBatch, e.SubBatches, e.Max)
+	if e.MaxOps > 0 {
+		msg = fmt.Sprintf("modnn: at batch %d, sub-batches of %d (Eq. 3: %d) are %d sub-batches, an unrolled step of about %d ops, more than the %d built at most", e.Batch, e.Tried, e.SubBatch, e.SubBatches, e.Ops, e.MaxOps)
+	}
+	if e.After != nil {
+		msg += fmt.Sprintf(" (a larger sub-batch did not plan: %v)", e.After)
+	}
+	return msg
 }
 
 var (
@@ -176,10 +237,11 @@ func setModnnResult(s *State, r *ModnnResult) {
 }
 
 // modnnBatch is the batch of the step: the leading dimension of its
-// first floating-point graph input.
+// first graph input that is fed data, not a parameter (images, token
+// ids; a step's labels have it too), whatever its element type.
 func modnnBatch(g *ir.Graph) int64 {
 	for _, v := range g.Inputs {
-		if v.Kind == ir.KindInput && v.DType.IsFloat() && len(v.Shape) > 0 && v.Shape[0] > 0 {
+		if v.Kind == ir.KindInput && !v.Param && len(v.Shape) > 0 && v.Shape[0] > 0 {
 			return v.Shape[0]
 		}
 	}
@@ -199,8 +261,64 @@ func convAlgoWorkspace(op *ir.Op, a profile.ConvAlgo) int64 {
 	return memory.Align(int64(a.Workspace * float64(op.Input(0).Bytes())))
 }
 
-// modnnTasks builds the tasks of Eq. 1 from the memory model.
+// modnnTasks builds the tasks of Eq. 1 from the memory model of a step
+// at a batch. A tensor whose leading dimension is the batch scales with
+// it; others count as fixed, which misses tensors that fold the batch
+// into another dimension (the transposed operands of a weight gradient,
+// a pooling gradient per (n, c) plane): modnnTasksExact splits them.
 func modnnTasks(mem *memory.Model, p *profile.Profile, batch int64) []ModnnTask {
+	return modnnTasksOf(mem, p, batch, func(v *ir.Value, bytes int64) (int64, int64) {
+		if len(v.Shape) > 0 && v.Shape[0] == batch && batch > 1 {
+			return (bytes + batch - 1) / batch, 0
+		}
+		return 0, bytes
+	})
+}
+
+// modnnTasksExact is modnnTasks with each tensor's bytes split exactly
+// into what grows with the batch and what does not, from the same step
+// built at batch + 1 (other): an op there has the same name and its
+// inputs and outputs the same positions, and bytes(batch) = F + P·batch.
+// It returns nil when the two steps do not correspond.
+func modnnTasksExact(mem *memory.Model, other *ir.Graph, p *profile.Profile, batch int64) []ModnnTask {
+	ops := map[string]*ir.Op{}
+	for _, op := range other.Order() {
+		if op.Name == "" || ops[op.Name] != nil {
+			return nil
+		}
+		ops[op.Name] = op
+	}
+	twin := map[*ir.Value]*ir.Value{}
+	for _, op := range mem.Order {
+		o := ops[op.Name]
+		if o == nil || o.Type != op.Type || len(o.Inputs()) != len(op.Inputs()) || len(o.Outputs()) != len(op.Outputs()) {
+			return nil
+		}
+		for _, pair := range [][2][]*ir.Value{{op.Inputs(), o.Inputs()}, {op.Outputs(), o.Outputs()}} {
+			for j, v := range pair[0] {
+				if v != nil && pair[1][j] != nil {
+					twin[v] = pair[1][j]
+				}
+			}
+		}
+	}
+	return modnnTasksOf(mem, p, batch, func(v *ir.Value, bytes int64) (int64, int64) {
+		w := twin[v]
+		if w == nil {
+			return 0, bytes
+		}
+		per := w.Bytes() - v.Bytes()
+		if per <= 0 || per*batch > bytes {
+			return 0, bytes
+		}
+		return per, bytes - per*batch
+	})
+}
+
+// modnnTasksOf builds the tasks of Eq. 1 with split telling, for each
+// tensor and its device bytes at the step's batch, its bytes per sample
+// and its fixed bytes.
+func modnnTasksOf(mem *memory.Model, p *profile.Profile, batch int64, split func(v *ir.Value, bytes int64) (perSample, fixed int64)) []ModnnTask {
 	var fastest *profile.ConvAlgo
 	for i := range p.ConvAlgos {
 		if fastest == nil || p.ConvAlgos[i].Speed < fastest.Speed {
@@ -224,12 +342,9 @@ func modnnTasks(mem *memory.Model, p *profile.Profile, batch int64) []ModnnTask 
 				if idx < 0 || mem.Intervals[idx].Kind == memory.Weight {
 					continue
 				}
-				b := mem.Intervals[idx].Bytes
-				if len(v.Shape) > 0 && v.Shape[0] == batch && batch > 1 {
-					t.PerSample += (b + batch - 1) / batch
-				} else {
-					t.Fixed += b
-				}
+				per, fixed := split(v, mem.Intervals[idx].Bytes)
+				t.PerSample += per
+				t.Fixed += fixed
 			}
 		}
 		if w := mem.WorkspaceAt[i]; w >= 0 {
@@ -257,6 +372,35 @@ type modnn struct {
 	// restore[s] is the bytes prefetched for task s (Eq. 4's sum).
 	restore map[int]int64
 	convs   []ModnnConvChoice
+	// live is the intervals live across task liveAt, by index: Alg. 1
+	// asks at nondecreasing tasks, so a sweep over byStart keeps it
+	// (a sub-batched step has tens of thousands of intervals).
+	live    []int
+	liveAt  int
+	byStart []int
+	next    int
+}
+
+// liveAcross returns the indices, ascending, of the intervals live
+// across task i (Start < i < End).
+func (m *modnn) liveAcross(i int) []int {
+	ivs := m.c.Mem.Intervals
+	if m.byStart == nil || i < m.liveAt {
+		m.byStart = make([]int, len(ivs))
+		for k := range m.byStart {
+			m.byStart[k] = k
+		}
+		sort.SliceStable(m.byStart, func(a, b int) bool { return ivs[m.byStart[a]].Start < ivs[m.byStart[b]].Start })
+		m.live, m.next = m.live[:0], 0
+	}
+	m.liveAt = i
+	for m.next < len(m.byStart) && ivs[m.byStart[m.next]].Start < i {
+		m.live = append(m.live, m.byStart[m.next])
+		m.next++
+	}
+	m.live = slices.DeleteFunc(m.live, func(k int) bool { return ivs[k].End <= i })
+	slices.Sort(m.live)
+	return m.live
 }
 
 func (m *modnn) need(i int) int64 { return m.c.Mem.Live[i] - m.saved[i] }
@@ -275,7 +419,7 @@ func (m *modnn) offloadable(i int) []offloadCand {
 	c := m.c
 	op := c.Mem.Order[i]
 	var out []offloadCand
-	for idx := range c.Mem.Intervals {
+	for _, idx := range m.liveAcross(i) {
 		iv := &c.Mem.Intervals[idx]
 		v := iv.Value
 		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= m.n || m.byVal[v.ID] != nil || reads(op, v) {
@@ -444,18 +588,240 @@ func (m *modnn) chooseAlgo(i int) {
 	m.convs = append(m.convs, best)
 }
 
-func modnnPolicy(c *PolicyContext) (*Plan, error) {
-	mem := c.Mem
-	batch := modnnBatch(c.G)
+// modnnSelect is Eq. 1–3 on a step's memory model; other, when not
+// nil, is the same step at batch + 1 (modnnTasksExact).
+func modnnSelect(g *ir.Graph, mem *memory.Model, other *ir.Graph, p *profile.Profile, budget int64) *ModnnResult {
+	batch := modnnBatch(g)
 	var weights int64
 	for _, iv := range mem.Intervals {
 		if iv.Kind == memory.Weight {
 			weights += iv.Bytes
 		}
 	}
-	tasks := modnnTasks(mem, c.Prof, batch)
+	var tasks []ModnnTask
+	if other != nil && modnnBatch(other) == batch+1 {
+		tasks = modnnTasksExact(mem, other, p, batch)
+	}
+	if tasks == nil {
+		tasks = modnnTasks(mem, p, batch)
+	}
 	res := &ModnnResult{Batch: batch, LowerBound: ModnnLowerBound(weights, tasks)}
-	res.SubBatch = ModnnSubBatch(c.Budget, weights, tasks, batch)
+	res.SubBatch = ModnnSubBatch(budget, weights, tasks, batch)
+	return res
+}
+
+// ModnnSelect computes moDNN's sub-batch (Eq. 1–3) for a plain training
+// step before it is planned, on its depth-first schedule (as the policy
+// sees it), with opts' budget and profile. With other, the same step
+// built at the batch + 1, Eq. 1 splits every tensor exactly into what
+// grows with the sub-batch and what does not (otherwise a tensor scales
+// when its leading dimension is the batch). m's op order is left as it
+// was.
+func ModnnSelect(m, other *ir.Model, opts *Options) (*ModnnResult, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := opts.Profile
+	if p == nil {
+		var err error
+		if p, err = profile.Lookup("titan-rtx"); err != nil {
+			return nil, err
+		}
+	}
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = p.Budget()
+	}
+	g := m.Graph
+	was := slices.Clone(g.Order())
+	order, err := DFSOrder(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.SetOrder(order); err != nil {
+		return nil, err
+	}
+	mem, err := memory.Analyze(g, memory.Options{})
+	var res *ModnnResult
+	if err == nil {
+		var og *ir.Graph
+		if other != nil {
+			og = other.Graph
+		}
+		res = modnnSelect(g, mem, og, p, budget)
+		res.BaseTime = Simulate(g, mem, p).StepTime
+	}
+	if err2 := g.SetOrder(was); err == nil {
+		err = err2
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ModnnBuild says how ModnnStep and PlanModnn rebuild a plain step.
+type ModnnBuild struct {
+	// Forward builds the model's forward graph at a batch and Train are
+	// the plain step's training options.
+	Forward compiler.ForwardBuilder
+	Train   compiler.TrainOptions
+	// MaxSubBatches > 0 bounds the number of sub-batches and MaxOps > 0
+	// the ops of the unrolled step (about the sub-batches × the plain
+	// step's ops): the step is unrolled, one copy of the sub-batch step
+	// per sub-batch, and planning time grows faster than its size. More
+	// is a *SubBatchLimitError.
+	MaxSubBatches, MaxOps int
+	// Setup, when set, is called on every State before it plans (to set
+	// Check or DumpAfter).
+	Setup func(*State)
+}
+
+// ModnnStep returns the training step the modnn policy plans for a
+// plain step at its batch: the step itself when Eq. 3's sub-batch is the
+// whole batch (or when not even a sub-batch of 1 fits: planning then
+// fails with the policy's reason), else the step rebuilt by
+// compiler.AccumulateSubBatches as sub-batches of Eq. 3's size, the
+// last one smaller when that size does not divide the batch. Eq. 1–3 are
+// computed exactly (ModnnSelect with the step built at the batch + 1).
+// The plain step is left as it was.
+func ModnnStep(step *ir.Model, mb ModnnBuild, opts *Options) (*ir.Model, *ModnnResult, error) {
+	res, err := modnnSelectExact(step, mb, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.SubBatch <= 0 || res.SubBatch >= res.Batch {
+		return step, res, nil
+	}
+	m, err := modnnSubBatched(res, mb, res.SubBatch, nil)
+	if err != nil {
+		return nil, res, err
+	}
+	return m, res, nil
+}
+
+// PlanModnn plans a plain training step with the modnn policy and
+// moDNN's sub-batching, as tsplitc and tsplitc bench run modnn: the step
+// ModnnStep builds, planned with opts (Policy modnn). Eq. 3 counts what
+// each task reads and writes; Alg. 1 here cannot offload everything else
+// (not what the previous task read: its swap-out overlaps the next task;
+// not what was not used since it was made), so a plan at Eq. 3's
+// sub-batch can still not fit. Then, unlike the paper, the whole batch
+// is tried (Alg. 1's offloading alone may fit it: sub-batching is then
+// never worse than modnn without it), then the sub-batch is halved and
+// the step rebuilt and planned again, at most ModnnHalvings times: a
+// smaller sub-batch frees what grows with it, not the whole batch's
+// inputs, the weights or the gradient sums, so halving further rarely
+// helps, and each try plans a larger unrolled step. A step whose Eq. 3
+// sub-batch is the whole batch is planned whole first.
+// ModnnResult.SubBatches are the sub-batches of the plan that fit. It
+// returns the State of the last plan made (its Model is that step) and
+// the last planning error.
+func PlanModnn(step *ir.Model, mb ModnnBuild, opts *Options) (*State, *ModnnResult, error) {
+	res, err := modnnSelectExact(step, mb, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan := func(m *ir.Model) (*State, error) {
+		s := NewState(m, opts)
+		if mb.Setup != nil {
+			mb.Setup(s)
+		}
+		return s, s.Run(Pipeline...)
+	}
+	b := res.SubBatch
+	var s *State
+	var last error
+	if b <= 0 || b >= res.Batch {
+		if s, last = plan(step); last == nil || b <= 0 || res.Batch == 1 {
+			return s, res, last
+		}
+		b = res.Batch / 2
+	}
+	for halved := 0; ; halved++ {
+		m, err := modnnSubBatched(res, mb, b, last)
+		if err != nil {
+			return s, res, err
+		}
+		if s, last = plan(m); last == nil || b == 1 || halved == ModnnHalvings {
+			return s, res, last
+		}
+		if halved == 0 && b == res.SubBatch {
+			// Eq. 3's sub-batch did not plan: the whole batch may.
+			if whole, err := plan(step); err == nil {
+				res.SubBatches = nil
+				return whole, res, nil
+			}
+		}
+		b /= 2
+	}
+}
+
+// ModnnHalvings bounds how many times PlanModnn halves Eq. 3's
+// sub-batch when its plan does not fit.
+const ModnnHalvings = 2
+
+// modnnSelectExact is ModnnSelect with the step built at the batch + 1.
+func modnnSelectExact(step *ir.Model, mb ModnnBuild, opts *Options) (*ModnnResult, error) {
+	if sb, err := compiler.ReadSubBatching(step); err != nil || sb != nil {
+		if err == nil {
+			err = fmt.Errorf("modnn: the step already runs as %d sub-batches", len(sb.Sizes))
+		}
+		return nil, err
+	}
+	batch := modnnBatch(step.Graph)
+	other, err := mb.Forward(batch + 1)
+	if err == nil {
+		_, err = compiler.BuildTrainingStep(other, mb.Train)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("modnn: the step at batch %d, for Eq. 1: %w", batch+1, err)
+	}
+	res, err := ModnnSelect(step, other, opts)
+	if res != nil {
+		res.ops = len(step.Graph.Order())
+	}
+	return res, err
+}
+
+// modnnSubBatched builds the step of res.Batch as sub-batches of b and
+// records them in res. after is why a larger sub-batch did not plan.
+func modnnSubBatched(res *ModnnResult, mb ModnnBuild, b int64, after error) (*ir.Model, error) {
+	sizes, err := compiler.SubBatchesOf(res.Batch, b)
+	if err != nil {
+		return nil, err
+	}
+	lim := &SubBatchLimitError{Batch: res.Batch, SubBatch: res.SubBatch, Tried: b, SubBatches: len(sizes), Max: mb.MaxSubBatches, After: after}
+	if mb.MaxSubBatches > 0 && len(sizes) > mb.MaxSubBatches {
+		return nil, lim
+	}
+	if n := len(sizes) * res.ops; mb.MaxOps > 0 && n > mb.MaxOps {
+		lim.MaxOps, lim.Ops = mb.MaxOps, n
+		return nil, lim
+	}
+	m, _, err := compiler.AccumulateSubBatches(mb.Forward, sizes, mb.Train)
+	if err != nil {
+		return nil, fmt.Errorf("modnn: sub-batches of %d: %w", b, err)
+	}
+	res.SubBatches = sizes
+	return m, nil
+}
+
+func modnnPolicy(c *PolicyContext) (*Plan, error) {
+	mem := c.Mem
+	sb, err := compiler.ReadSubBatching(c.State.Model)
+	if err != nil {
+		return nil, fmt.Errorf("policy modnn: %w", err)
+	}
+	var res *ModnnResult
+	if sb == nil {
+		res = modnnSelect(c.G, mem, nil, c.Prof, c.Budget)
+	} else {
+		// An accumulated step (ModnnStep): Eq. 2 and 3 were computed on
+		// the plain step, which chose these sub-batches.
+		res = &ModnnResult{Batch: sb.Batch, SubBatch: sb.Sizes[0], SubBatches: sb.Sizes}
+	}
+	batch := res.Batch
 	setModnnResult(c.State, res)
 	if c.Budget < res.LowerBound {
 		return nil, fmt.Errorf("policy modnn: the budget of %s is below moDNN's lower bound (Eq. 2) of %s",
@@ -485,8 +851,8 @@ func modnnPolicy(c *PolicyContext) (*Plan, error) {
 		}
 		msg := fmt.Sprintf("policy modnn: at %s, %s stay live after offloading everything that can be (budget %s)",
 			mem.Order[i].Describe(), compiler.FormatBytes(m.need(i)), compiler.FormatBytes(c.Budget))
-		if res.SubBatch > 0 && res.SubBatch < batch {
-			msg += fmt.Sprintf("; moDNN would train this budget with sub-batches of %d (Eq. 3), which needs a sub-batching rewrite of the step that is not implemented", res.SubBatch)
+		if sb == nil && res.SubBatch > 0 && res.SubBatch < batch {
+			msg += fmt.Sprintf("; moDNN trains this budget with sub-batches of %d (Eq. 3): plan the step passes.ModnnStep builds (tsplitc and tsplitc bench do)", res.SubBatch)
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}

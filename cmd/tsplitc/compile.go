@@ -11,6 +11,7 @@ import (
 
 	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/profile"
 )
@@ -74,17 +75,42 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	s := passes.NewState(m, &passes.Options{Budget: budget, Profile: prof, Policy: f.policy, PolicyParams: params})
-	s.Check = f.check
+	dumpAfter := ""
 	for _, d := range f.debug {
 		k, v, _ := strings.Cut(d, "=")
 		if k != "dump-after" {
 			return usageError{fmt.Errorf("-d %q: known debug flags: dump-after=PASS", d)}
 		}
-		s.DumpAfter, s.DumpTo = v, os.Stderr
+		dumpAfter = v
 	}
+	setup := func(s *passes.State) {
+		s.Check = f.check
+		if dumpAfter != "" {
+			s.DumpAfter, s.DumpTo = dumpAfter, os.Stderr
+		}
+	}
+	popts := &passes.Options{Budget: budget, Profile: prof, Policy: f.policy, PolicyParams: params}
 	planStart := time.Now()
-	if err := s.Run(passes.Pipeline...); err != nil {
+	var s *passes.State
+	var sub *passes.ModnnResult
+	if f.policy == "modnn" && ti == nil {
+		// moDNN's sub-batching rebuilds the step from the model at the
+		// sub-batch (passes.PlanModnn).
+		forward := func(batch int64) (*ir.Model, error) {
+			o := opts
+			o.Batch = batch
+			return compiler.Import(path, o)
+		}
+		s, sub, err = passes.PlanModnn(m, passes.ModnnBuild{Forward: forward, Train: rf.tf.opts, Setup: setup}, popts)
+		if s != nil {
+			m = s.Model
+		}
+	} else {
+		s = passes.NewState(m, popts)
+		setup(s)
+		err = s.Run(passes.Pipeline...)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	planTime := time.Since(planStart)
@@ -103,6 +129,9 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 	fmt.Fprintf(w, "budget        %s\n", compiler.FormatBytes(r.Budget))
 	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), compiler.FormatBytes(r.HostPeak))
 	fmt.Fprintf(w, "tensors       %d swapped, %d recomputed, %d split\n", r.Swapped, r.Recomputed, r.Split)
+	if sub != nil && len(sub.SubBatches) > 1 {
+		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated\n", len(sub.SubBatches), sub.SubBatches[0], sub.SubBatch)
+	}
 	over := 0.0
 	if r.BaseTime > 0 {
 		over = 100 * (r.Time/r.BaseTime - 1)

@@ -48,3 +48,29 @@ func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 		}
 	}
 }
+
+// Regression: a bottleneck swap-in splits its consumer; the consumer
+// must then count as split, or a later bottleneck in the same round
+// splits it again (the CI-sized vgg16 at batch 514 panicked inserting
+// the second split at position −1).
+func TestSplitConsumerOfSwapInOnce(t *testing.T) {
+	prof, err := Config{Small: true}.DeviceProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LookupModel("vgg16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := Build(m, 514, 1, true, "sgd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Plan(g, prof, "tsplit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Report.Split == 0 || s.Report.Peak > prof.Budget() {
+		t.Fatalf("%d splits, peak %d, budget %d", s.Report.Split, s.Report.Peak, prof.Budget())
+	}
+}

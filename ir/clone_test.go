@@ -78,3 +78,17 @@ func TestClone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Inserting outside the order is an error, not a panic.
+func TestInsertOpOutOfRange(t *testing.T) {
+	g := ir.NewGraph("g")
+	x, err := g.AddInput("x", ir.Float, ir.Shape{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pos := range []int{-1, 1} {
+		if _, err := g.InsertOp(pos, "Relu", "", "r", []*ir.Value{x}, []string{"y"}, nil); err == nil {
+			t.Errorf("InsertOp at %d of an empty order succeeded", pos)
+		}
+	}
+}

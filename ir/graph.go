@@ -157,6 +157,9 @@ func (g *Graph) InsertOp(pos int, typ, domain, name string, inputs []*Value, out
 }
 
 func (g *Graph) insertOp(pos int, typ, domain, name string, inputs []*Value, outNames []string, attrs []Attr) (*Op, error) {
+	if pos < 0 || pos > len(g.order) {
+		return nil, fmt.Errorf("ir: cannot insert node %q at position %d of an order of %d ops", name, pos, len(g.order))
+	}
 	for _, n := range outNames {
 		if n != "" && g.byName[n] != nil {
 			return nil, fmt.Errorf("ir: value %q defined twice (second definition by node %q)", n, name)

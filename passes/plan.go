@@ -296,7 +296,7 @@ func (pl *Planner) Run() (*Plan, error) {
 			if sp := pl.bestSplit(i); sp != nil && (c == nil || sp.ratio < c.ratio) {
 				// Step 3 of Alg. 2: the split wins.
 				plan.Splits = append(plan.Splits, &sp.d)
-				pl.splitDone[pl.Mem.Order[i].ID] = true
+				pl.splitDone[sp.d.Op.ID] = true // the op split, which may follow a bottleneck swap-in
 				for k := sp.from[0]; k <= sp.from[1]; k++ {
 					pl.saved[k] += sp.d.DeltaM
 				}

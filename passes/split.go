@@ -54,6 +54,9 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	if err := checkSplit(op, d); err != nil {
 		return err
 	}
+	if p := g.Position(); int(op.ID) >= len(p) || p[op.ID] < 0 {
+		return fmt.Errorf("split: %s is not in the graph (split twice?)", op.Describe())
+	}
 	fresh := g.FreshName
 	at := func(anchor *ir.Op) int { return g.Position()[anchor.ID] }
 	insert := func(pos int, typ, domain, name string, in []*ir.Value, outs []string, attrs []ir.Attr, phase ir.Phase, host bool) (*ir.Op, error) {

@@ -129,6 +129,9 @@ func compileModel(w io.Writer, path string, f *compileFlags, rf *runFlags) error
 	fmt.Fprintf(w, "budget        %s\n", compiler.FormatBytes(r.Budget))
 	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), compiler.FormatBytes(r.HostPeak))
 	fmt.Fprintf(w, "tensors       %d swapped, %d recomputed, %d split\n", r.Swapped, r.Recomputed, r.Split)
+	if r.Chosen != "" {
+		fmt.Fprintf(w, "kept          %s\n", r.Chosen)
+	}
 	if sub != nil && len(sub.SubBatches) > 1 {
 		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated\n", len(sub.SubBatches), sub.SubBatches[0], sub.SubBatch)
 	}

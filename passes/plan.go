@@ -318,13 +318,12 @@ func (pl *Planner) Run() (*Plan, error) {
 			plan.Decisions = append(plan.Decisions, &d)
 			pl.decided[d.Value.ID] = true
 			if d.Option == Recompute {
-				// The clone reads the producer's inputs at d.Before: a use
-				// later evictions of those inputs must respect.
-				for _, w := range d.Value.Def.Inputs() {
-					if w != nil {
-						pl.addUse(w, d.Before)
-					}
-				}
+				// The chain reads its checkpoints at d.Before (uses later
+				// evictions must respect), keeps what it reads past its
+				// last use until then, and needs its clones' transient
+				// memory there; its members are decided just before it
+				// (recompute.go).
+				plan.Decisions = pl.commitRecompute(plan.Decisions)
 			}
 			for k := c.from[0]; k <= c.from[1]; k++ {
 				pl.saved[k] += d.DeltaM
@@ -504,31 +503,26 @@ func (pl *Planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 	return candidate{d: d, ratio: (d.DeltaT + 1e-12) / float64(size), from: [2]int{a + 2, p - 1}}, true
 }
 
-// recomputeCandidate applies Eq. 4: ΔT is the time of the producer op,
-// cloned just before q. Only producers whose inputs are weights, graph
-// inputs or activations still live at q qualify (so recomputation never
-// extends another tensor's life), and never random ops.
+// recomputeCandidate applies Eq. 4 with the memory-centric strategy of
+// §V-D: v is recomputed just before q by cloning its producer and, for
+// every input not available at q, that input's producer, back to the
+// nearest checkpoints (recomputeChain: activations live at q, copies an
+// earlier round restored, weights and graph inputs; at most maxChainOps
+// forward, non-random ops). ΔT is the time of every op of the chain; ΔM
+// at i is v's size less what the chain keeps past its last use across i.
+// The chain's transient memory (its intermediates, other outputs and
+// workspace) must fit at q with what is planned to be live there.
 func (pl *Planner) recomputeCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
-	def := v.Def
-	if def == nil || ir.CopyOf(def) != ir.NoCopy || def.Phase != ir.Forward || def.Type == "Dropout" {
+	ch, ok := pl.recomputeChain(v, q)
+	if !ok {
 		return candidate{}, false
 	}
-	for _, w := range def.Inputs() {
-		if w == nil {
-			continue
-		}
-		idx := pl.Mem.ByValue[w.ID]
-		if idx < 0 {
-			return candidate{}, false
-		}
-		wi := &pl.Mem.Intervals[idx]
-		if wi.Kind == memory.Activation && (wi.End < q || pl.decided[w.ID]) {
-			return candidate{}, false
-		}
+	dm, ok := pl.chainSaving(&ch, size, a, q, i)
+	if !ok {
+		return candidate{}, false
 	}
-	dt := pl.opTime[pl.pos[def.ID]]
-	d := Decision{Value: v, Option: Recompute, After: a, Before: q, At: i, DeltaM: size, DeltaT: dt}
-	return candidate{d: d, ratio: (dt + 1e-12) / float64(size), from: [2]int{a + 1, q - 1}}, true
+	d := Decision{Value: v, Option: Recompute, After: a, Before: q, At: i, DeltaM: size, DeltaT: ch.time}
+	return candidate{d: d, ratio: (ch.time + 1e-12) / float64(dm), from: [2]int{a + 1, q - 1}}, true
 }
 
 type splitCandidate struct {

@@ -12,9 +12,25 @@ import (
 // before the gap (one per tensor however many consumers — fused
 // swap-outs) and one SwapIn placed at the decision's trigger, serving
 // every later consumer (fused swap-ins); a recompute becomes a clone of
-// the producing op placed just before the first consumer after the gap.
-// Later consumers read the restored value. The SwapIn's position in the
-// order is its control edge: the runtime starts the transfer there.
+// the producing op placed just before the op at Before, with Origin
+// "recompute" and phase Backward. Later consumers read the restored
+// value. The SwapIn's position in the order is its control edge: the
+// runtime starts the transfer there.
+//
+// A clone reads, for each input, the copy of it this rewrite restored
+// latest before the clone (a swap-in, or another clone), else — when the
+// input is dead there — a copy restored by an earlier round's swap-in
+// that is live there, else the input itself. Recomputation chains
+// (recompute.go) rely on this: the tsplit planner emits a chain's member
+// decisions (ΔM = 0, the same Before) before its target in schedule
+// order, so the members are cloned first, in order, and each clone of
+// the chain reads the previous one; every consumer gets its own chain
+// (memory-centric). The baselines' evictor emits readers before the
+// values they read, with strictly earlier Before: the redirection of
+// later uses wires those clones, and one clone serves every reader.
+// Finally reuseRecomputed applies TSPLIT's LRU optimisation: a later
+// clone of an op already cloned by this rewrite is replaced by the
+// earlier clone when extending its life fits plan.Budget.
 func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 	g := m.Graph
 	order := g.Order()
@@ -36,11 +52,8 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 	fresh := g.FreshName
 	// Swaps first, then recomputes: a clone may read a tensor that a swap
 	// of this round restores, and must then read the restored copy.
-	type restore struct {
-		swapIn *ir.Op
-		value  *ir.Value
-	}
-	restored := map[*ir.Value]restore{}
+	rs := newRestorer(g)
+	var clones []recomputeClone
 	idx := make([]int, len(plan.Decisions))
 	for k := range idx {
 		idx[k] = k
@@ -79,7 +92,7 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 				return err
 			}
 			back = si.Output(0)
-			restored[v] = restore{si, back}
+			rs.add(v, si, back)
 		case Recompute:
 			def := v.Def
 			names := make([]string, len(def.Outputs()))
@@ -91,10 +104,8 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			attrs := append([]ir.Attr(nil), def.Attrs...)
 			inputs := append([]*ir.Value(nil), def.Inputs()...)
 			for j, w := range inputs {
-				// Read a swapped input's restored copy when the clone runs
-				// after its swap-in.
-				if r, ok := restored[w]; ok && pos[r.swapIn.ID] < pos[a.before.ID] {
-					inputs[j] = r.value
+				if w != nil {
+					inputs[j] = rs.readAt(w, a.before, pos)
 				}
 			}
 			c, err := g.InsertOp(pos[a.before.ID], def.Type, def.Domain, fresh(def.Name+"/recompute"), inputs, names, attrs)
@@ -106,6 +117,8 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 				return err
 			}
 			back = c.Output(v.DefIndex)
+			rs.add(v, c, back)
+			clones = append(clones, recomputeClone{op: c, of: def})
 		default:
 			continue
 		}
@@ -117,5 +130,5 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			}
 		}
 	}
-	return nil
+	return reuseRecomputed(g, plan.Budget, clones)
 }

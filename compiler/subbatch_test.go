@@ -198,6 +198,53 @@ func TestAccumulatedEqualsFullBatch(t *testing.T) {
 			}
 			check("loss", worst)
 			fnext, anext := updated(fti), updated(ati)
+			// A gradient that is zero in exact arithmetic (attention's
+			// key bias: softmax ignores a shift of its input) is float32
+			// noise in both steps, different noise in each. Gradients
+			// and optimizer state are therefore measured against the
+			// largest tensor of their kind (every gradient, every
+			// adam_m, …) times 10⁻³ where their own scale is smaller.
+			kindOf := func(name string) string {
+				for _, p := range fti.Params {
+					if name == p {
+						return "param"
+					}
+					if strings.HasSuffix(name, "."+p) {
+						return strings.TrimSuffix(name, "."+p)
+					}
+				}
+				return name
+			}
+			kindScale := map[string]float64{}
+			note := func(kind string, data []byte) {
+				d, err := relDiff(kind, data, "float32", &oracle.Tensor{Type: "float32", Data: data})
+				if err != nil {
+					t.Fatal(err)
+				}
+				kindScale[kind] = max(kindScale[kind], d.scale)
+			}
+			for _, p := range fti.Params {
+				note("gradient", want[fti.Grads[p]])
+			}
+			for in, out := range fnext {
+				if !slices.Contains(fti.Params, in) {
+					note(kindOf(in), want[out])
+				}
+			}
+			relFloor := func(kind, name string, got, want []byte) float64 {
+				d, err := relDiff(name, got, "float32", &oracle.Tensor{Type: "float32", Data: want})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				maxDiff := d.rel
+				if d.scale > 0 {
+					maxDiff = d.rel * d.scale
+				}
+				if s := max(d.scale, 1e-3*kindScale[kind]); s > 0 {
+					return maxDiff / s
+				}
+				return maxDiff
+			}
 			for _, p := range fti.Params {
 				// Adam's first update is about lr·g/(|g|+ε): where a
 				// gradient is within rounding of zero, float32
@@ -206,11 +253,11 @@ func TestAccumulatedEqualsFullBatch(t *testing.T) {
 				if c.opt != "adam" {
 					check("updated "+p, relOf(t, p, got[anext[p]], want[fnext[p]]))
 				}
-				check("gradient "+p, relOf(t, p, got[ati.Grads[p]], want[fti.Grads[p]]))
+				check("gradient "+p, relFloor("gradient", p, got[ati.Grads[p]], want[fti.Grads[p]]))
 			}
 			for in, out := range fnext { // optimizer state
 				if !slices.Contains(fti.Params, in) {
-					check("state "+in, relOf(t, in, got[anext[in]], want[out]))
+					check("state "+in, relFloor(kindOf(in), in, got[anext[in]], want[out]))
 				}
 			}
 			t.Logf("%d sub-batches %v: loss %.7g vs %.7g; worst relative difference %.3g (%s) over %d parameters",

@@ -83,18 +83,14 @@ type SubBatching struct {
 // ReadSubBatching returns a model's sub-batching, or nil when it is not
 // an accumulated step.
 func ReadSubBatching(m *ir.Model) (*SubBatching, error) {
-	s, ok := m.Meta[SubBatchKey]
-	if !ok {
-		return nil, nil
-	}
-	var sb SubBatching
-	if err := json.Unmarshal([]byte(s), &sb); err != nil {
-		return nil, fmt.Errorf("metadata %s is not valid: %v", SubBatchKey, err)
+	sb, err := readMeta[SubBatching](m, SubBatchKey)
+	if err != nil || sb == nil {
+		return nil, err
 	}
 	if len(sb.Sizes) == 0 {
 		return nil, fmt.Errorf("metadata %s lists no sub-batches", SubBatchKey)
 	}
-	return &sb, nil
+	return sb, nil
 }
 
 // EqualSubBatches splits a batch into k sub-batches of equal size. k

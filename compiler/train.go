@@ -54,15 +54,21 @@ type TrainingInfo struct {
 // ReadTrainingInfo returns a model's training-step description, or nil
 // when it is not a training step.
 func ReadTrainingInfo(m *ir.Model) (*TrainingInfo, error) {
-	s, ok := m.Meta[TrainingKey]
+	return readMeta[TrainingInfo](m, TrainingKey)
+}
+
+// readMeta decodes the JSON a pass recorded in the model's metadata
+// under key, or returns nil when there is none.
+func readMeta[T any](m *ir.Model, key string) (*T, error) {
+	s, ok := m.Meta[key]
 	if !ok {
 		return nil, nil
 	}
-	var ti TrainingInfo
-	if err := json.Unmarshal([]byte(s), &ti); err != nil {
-		return nil, fmt.Errorf("metadata %s is not valid: %v", TrainingKey, err)
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, fmt.Errorf("metadata %s is not valid: %v", key, err)
 	}
-	return &ti, nil
+	return &v, nil
 }
 
 // Params returns the model's trainable parameters. A model that lists

@@ -196,18 +196,7 @@ func accRunUnplanned(t testing.TB, m *ir.Model, in map[string][]byte) *executor.
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := cpu.New(mem.Need())
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := x.Run(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, _ := runModel(t, m, mem.Need(), in)
 	return res
 }
 

@@ -7,10 +7,8 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/executor"
-	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/ir"
 	. "github.com/tsplit/tsplit/ir/irtest"
-	"github.com/tsplit/tsplit/memory"
 )
 
 // Tests of recomputation chains (TSPLIT §V-D, memory-centric) and of the
@@ -165,27 +163,13 @@ func lruCase(t *testing.T) (*ir.Model, *Plan, map[string][]byte) {
 	return m, plan, map[string][]byte{"x": raw}
 }
 
-// runLRU runs a model with the memory model's pool.
+// runLRU runs a model with the memory model's pool and checks the
+// measured high-water mark against the memory model.
 func runLRU(t *testing.T, m *ir.Model, in map[string][]byte) *executor.Result {
 	t.Helper()
-	mem, err := memory.Analyze(m.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.New(mem.Need())
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := x.Run(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.HighWater != mem.Peak {
-		t.Errorf("measured high-water %d, memory model %d", res.HighWater, mem.Peak)
+	res := accRunUnplanned(t, m, in)
+	if peak := accPeak(t, m); res.HighWater != peak {
+		t.Errorf("measured high-water %d, memory model %d", res.HighWater, peak)
 	}
 	return res
 }

@@ -35,7 +35,7 @@ func splitGraph(t *testing.T) (*ir.Model, *ir.Op) {
 	return b.Return(y), h.Def
 }
 
-func runModel(t *testing.T, m *ir.Model, pool int64, in map[string][]byte) (*executor.Result, *memory.Model) {
+func runModel(t testing.TB, m *ir.Model, pool int64, in map[string][]byte) (*executor.Result, *memory.Model) {
 	t.Helper()
 	dev, err := cpu.New(pool)
 	if err != nil {

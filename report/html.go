@@ -169,6 +169,10 @@ func cards(r *passes.Report, s Summary) []card {
 		detail = strings.Join(ins, ", ")
 	}
 	out = append(out, card{Title: "Ops", Value: strconv.Itoa(s.BaseOps) + " → " + strconv.Itoa(s.PlannedOps), Detail: detail})
+	if r.Chosen != "" {
+		// tsplit made a split plan and a swap/recompute-only plan.
+		out = append(out, card{Title: "Plan kept", Value: strings.SplitN(r.Chosen, " (", 2)[0], Detail: r.Chosen})
+	}
 	return out
 }
 

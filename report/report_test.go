@@ -343,3 +343,17 @@ func TestFormatOf(t *testing.T) {
 		}
 	}
 }
+
+// tsplit's choice between its split and swap/recompute-only plans shows
+// as a card.
+func TestChosenCard(t *testing.T) {
+	r := synthetic(10)
+	if page := render(t, HTML, r); bytes.Contains(page, []byte("Plan kept")) {
+		t.Error("a report without a choice shows one")
+	}
+	r.Chosen = "swap/recompute-only plan (simulated step 0.0699 s; with splits: 0.0948 s)"
+	page := render(t, HTML, r)
+	if !bytes.Contains(page, []byte("Plan kept")) || !bytes.Contains(page, []byte("with splits: 0.0948 s")) {
+		t.Error("the kept plan is not shown")
+	}
+}

@@ -154,30 +154,7 @@ func TestSplitEarnsItsPlace(t *testing.T) {
 	if r.Split == 0 || r.Peak > budget || r.Pool > budget {
 		t.Fatalf("plan: %d splits, peak %d, pool %d, budget %d", r.Split, r.Peak, r.Pool, budget)
 	}
-	mem, err := memory.Analyze(m.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := memory.DecodeLayout(m.Meta[memory.LayoutKey])
-	if err != nil {
-		t.Fatal(err)
-	}
-	place, err := mem.Placement(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.New(budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, executor.Options{Placement: place})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := x.Run(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := accRunPlanned(t, m, budget, in)
 	if got.HighWater > budget || got.HighWater != r.Peak {
 		t.Fatalf("measured high-water %d, planned peak %d, budget %d", got.HighWater, r.Peak, budget)
 	}
@@ -410,25 +387,10 @@ func planSplitCase(t *testing.T, build func() *ir.Model, budget int64, in map[st
 		t.Fatal(err)
 	}
 	r := s.Report
-	opts, pool, err := executor.PlannedOptions(m)
-	if err != nil {
-		t.Fatal(err)
+	if r.Pool > budget || r.Peak > budget {
+		t.Fatalf("pool %d, planned peak %d over the budget %d", r.Pool, r.Peak, budget)
 	}
-	if pool > budget || r.Peak > budget {
-		t.Fatalf("pool %d, planned peak %d over the budget %d", pool, r.Peak, budget)
-	}
-	dev, err := cpu.New(budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := x.Run(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := accRunPlanned(t, m, budget, in)
 	if got.HighWater != r.Peak {
 		t.Fatalf("measured high-water %d, planned peak %d", got.HighWater, r.Peak)
 	}

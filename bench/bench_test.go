@@ -249,9 +249,32 @@ func TestSmallPlansRun(t *testing.T) {
 				}
 				t.Run(m.Name+"/"+pol+"/"+c.what, func(t *testing.T) {
 					t.Parallel()
-					runSmallPlan(t, r, runs, m, pol, c.batch, c.width, c.at, budget)
+					runSmallPlan(t, runs, c.batch, c.width, c.at, budget, func() (*passes.State, error) {
+						g, _, err := Build(m, c.batch, c.width, true, r.Config.Optimizer)
+						if err != nil {
+							return nil, err
+						}
+						return Plan(g, r.Profile, pol)
+					})
 				})
 			}
+		}
+		// modnn with sub-batching: the accumulated step at its largest
+		// batch, as the benchmark planned it.
+		if sb := r.SubBatched[i]; sb.Max >= 1 {
+			t.Run(m.Name+"/modnn-subbatched/max-batch", func(t *testing.T) {
+				t.Parallel()
+				runSmallPlan(t, runs, sb.Max, 1, sb.At, budget, func() (*passes.State, error) {
+					g, _, err := Build(m, sb.Max, 1, true, r.Config.Optimizer)
+					if err != nil {
+						return nil, err
+					}
+					mb := passes.ModnnBuild{Forward: BuildForward(m, 1, true), Train: compiler.TrainOptions{Optimizer: r.Config.Optimizer},
+						MaxSubBatches: r.Config.MaxSubBatches, MaxOps: r.Config.MaxSubBatchOps}
+					s, _, err := planModnn(g, mb, &passes.Options{Budget: budget, Profile: r.Profile, Policy: "modnn"})
+					return s, err
+				})
+			})
 		}
 	}
 }
@@ -315,18 +338,15 @@ func (rs *smallPlanRuns) run(t *testing.T, g *ir.Model, opts executor.Options, b
 	return e
 }
 
-// runSmallPlan rebuilds model m at (batch, width), plans it with policy
-// and runs the planned step on a CPU device capped at the budget.
-func runSmallPlan(t *testing.T, r *Results, runs *smallPlanRuns, m Model, policy string, batch, width int64, at *Probe, budget int64) {
-	g, _, err := Build(m, batch, width, true, r.Config.Optimizer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Plan(g, r.Profile, policy)
+// runSmallPlan plans a step again as the benchmark did (plan rebuilds
+// the model at (batch, width) and plans it) and runs the planned step on
+// a CPU device capped at the budget.
+func runSmallPlan(t *testing.T, runs *smallPlanRuns, batch, width int64, at *Probe, budget int64, plan func() (*passes.State, error)) {
+	s, err := plan()
 	if err != nil {
 		t.Fatalf("batch %d, k %d: the benchmark planned it, now: %v", batch, width, err)
 	}
-	rep := s.Report
+	g, rep := s.Model, s.Report
 	if at != nil && (rep.Peak != at.Peak || rep.Pool != at.Pool) {
 		t.Errorf("batch %d, k %d: re-planned peak %d, pool %d; the benchmark recorded %d, %d", batch, width, rep.Peak, rep.Pool, at.Peak, at.Pool)
 	}

@@ -268,3 +268,53 @@ func goldenCompare(t *testing.T, path string, got []byte) {
 		}
 	}
 }
+
+// TestGoldenLiveness runs the Liveness analysis on each case after
+// Schedule and compares its result — M_i at every op and every tensor's
+// interval — with testdata/passes/liveness/CASE.golden. The analysis
+// must leave the IR as it was.
+func TestGoldenLiveness(t *testing.T) {
+	for _, c := range goldenCases {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.build(t)
+			s := NewState(m, nil)
+			s.Check = true
+			if err := s.Run(Schedule); err != nil {
+				t.Fatal(err)
+			}
+			var before, after bytes.Buffer
+			if err := ir.Dump(&before, m.Graph); err != nil {
+				t.Fatal(err)
+			}
+			mem, err := typed[*memory.Model](s, Liveness)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ir.Verify(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := ir.Dump(&after, m.Graph); err != nil {
+				t.Fatal(err)
+			}
+			if before.String() != after.String() {
+				t.Fatal("the analysis changed the graph")
+			}
+			var buf bytes.Buffer
+			fmt.Fprintf(&buf, "# case %s: liveness after schedule; peak %d at position %d, resident %d, host peak %d\n", c.name, mem.Peak, mem.PeakAt, mem.Resident, mem.HostPeak)
+			for i, op := range mem.Order {
+				fmt.Fprintf(&buf, "M %4d %10d %s\n", i, mem.Live[i], op.Describe())
+			}
+			for _, iv := range mem.Intervals {
+				what := ""
+				switch {
+				case iv.Value != nil:
+					what = fmt.Sprintf("%q", iv.Value.Name)
+				case iv.Op != nil:
+					what = iv.Op.Describe()
+				}
+				fmt.Fprintf(&buf, "I %-10s %10d [%d,%d] %s\n", iv.Kind, iv.Bytes, iv.Start, iv.End, what)
+			}
+			goldenCompare(t, filepath.Join("..", "testdata", "passes", "liveness", c.name+".golden"), buf.Bytes())
+		})
+	}
+}

@@ -1,9 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 )
 
@@ -45,39 +46,47 @@ func (m *Model) MakeLayout() *Layout {
 }
 
 func (m *Model) greedyBySize() ([]int64, int64) {
-	idx := make([]int, len(m.Intervals))
+	iv := m.Intervals
+	idx := make([]int, len(iv))
 	for i := range idx {
 		idx[i] = i
 	}
-	iv := m.Intervals
-	sort.SliceStable(idx, func(a, b int) bool {
-		if iv[idx[a]].Bytes != iv[idx[b]].Bytes {
-			return iv[idx[a]].Bytes > iv[idx[b]].Bytes
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(iv[b].Bytes, iv[a].Bytes); c != 0 {
+			return c
 		}
-		return iv[idx[a]].Start < iv[idx[b]].Start
+		return cmp.Compare(iv[a].Start, iv[b].Start)
 	})
 	offs := make([]int64, len(iv))
-	type placed struct{ off, end int64 }
-	var done []int
+	// placed holds the blocks placed so far ordered by offset, with
+	// their lifetimes inline so the scan below touches one array. Keeping
+	// it ordered as blocks are inserted replaces sorting the blocks busy
+	// during each tensor's lifetime (a sort per tensor).
+	type block struct {
+		off, end   int64
+		start, die int // lifetime, inclusive positions
+	}
+	placed := make([]block, 0, len(iv))
 	var reach int64
 	for _, k := range idx {
-		var busy []placed
-		for _, j := range done {
-			if overlaps(&iv[k], &iv[j]) {
-				busy = append(busy, placed{offs[j], offs[j] + iv[j].Bytes})
-			}
-		}
-		sort.Slice(busy, func(a, b int) bool { return busy[a].off < busy[b].off })
+		n, start, die := iv[k].Bytes, iv[k].Start, iv[k].End
+		// First fit in offset order among the blocks live at the same
+		// time: the lowest offset whose gap up to the next such block
+		// holds n bytes. Blocks of equal offset may come in any order:
+		// once one of them does not leave room below it, none does.
 		off := int64(0)
-		for _, b := range busy {
-			if off+iv[k].Bytes <= b.off {
-				break
+		for _, b := range placed {
+			if off+n <= b.off {
+				break // every later block starts at or above b: the gap holds
 			}
-			off = max(off, b.end)
+			if b.start <= die && start <= b.die {
+				off = max(off, b.end)
+			}
 		}
 		offs[k] = off
-		reach = max(reach, off+iv[k].Bytes)
-		done = append(done, k)
+		reach = max(reach, off+n)
+		at, _ := slices.BinarySearchFunc(placed, off, func(b block, off int64) int { return cmp.Compare(b.off, off) })
+		placed = slices.Insert(placed, at, block{off, off + n, start, die})
 	}
 	return offs, reach
 }
@@ -111,7 +120,7 @@ func (m *Model) Placement(l *Layout) ([]int64, error) {
 	for i := range order {
 		order[i] = i
 	}
-	sort.Slice(order, func(a, b int) bool { return offs[order[a]] < offs[order[b]] })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(offs[a], offs[b]), cmp.Compare(a, b)) })
 	for a := 0; a < len(order); a++ {
 		i := order[a]
 		if m.Intervals[i].Bytes == 0 {

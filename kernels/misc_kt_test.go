@@ -67,6 +67,15 @@ func ktC(t *Tensor) ktIn { return ktIn{t: t, konst: true} }
 // it.
 func ktBuild(t testing.TB, opset int64, typ string, ins []ktIn, nOut int, attrs ...ir.Attr) *ir.Op {
 	t.Helper()
+	op, err := ktBuildErr(opset, typ, ins, nOut, attrs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// ktBuildErr is ktBuild returning the error.
+func ktBuildErr(opset int64, typ string, ins []ktIn, nOut int, attrs ...ir.Attr) (*ir.Op, error) {
 	g := ir.NewGraph("t")
 	vals := make([]*ir.Value, len(ins))
 	for i, in := range ins {
@@ -82,7 +91,7 @@ func ktBuild(t testing.TB, opset int64, typ string, ins []ktIn, nOut int, attrs 
 			v, err = g.AddInput(name, in.t.DType, in.t.Shape.Clone())
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		vals[i] = v
 	}
@@ -92,12 +101,12 @@ func ktBuild(t testing.TB, opset int64, typ string, ins []ktIn, nOut int, attrs 
 	}
 	op, err := g.NewOp(typ, "", typ+"_node", vals, outs, attrs)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := ir.InferAndSet(op, opset); err != nil {
-		t.Fatalf("inference: %v", err)
+		return nil, fmt.Errorf("inference: %v", err)
 	}
-	return op
+	return op, nil
 }
 
 // ktEval runs op's kernel on the inputs' tensors.

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -124,30 +125,11 @@ func ewArithOp(c *Ctx, op int) error {
 	if (op == ewDiv || op == ewMod || op == ewFMod) && !a.DType.IsFloat() && ewHasZero(b) {
 		return c.Errorf("integer division by zero")
 	}
-	switch a.DType {
-	case ir.Float:
-		ewArith(op, w, viewAs[float32](y), viewAs[float32](a), viewAs[float32](b))
-	case ir.Double:
-		ewArith(op, w, viewAs[float64](y), viewAs[float64](a), viewAs[float64](b))
-	case ir.Int64:
-		ewArith(op, w, viewAs[int64](y), viewAs[int64](a), viewAs[int64](b))
-	case ir.Int32:
-		ewArith(op, w, viewAs[int32](y), viewAs[int32](a), viewAs[int32](b))
-	case ir.Int16:
-		ewArith(op, w, viewAs[int16](y), viewAs[int16](a), viewAs[int16](b))
-	case ir.Int8:
-		ewArith(op, w, viewAs[int8](y), viewAs[int8](a), viewAs[int8](b))
-	case ir.Uint8:
-		ewArith(op, w, viewAs[uint8](y), viewAs[uint8](a), viewAs[uint8](b))
-	case ir.Uint16:
-		ewArith(op, w, viewAs[uint16](y), viewAs[uint16](a), viewAs[uint16](b))
-	case ir.Uint32:
-		ewArith(op, w, viewAs[uint32](y), viewAs[uint32](a), viewAs[uint32](b))
-	case ir.Uint64:
-		ewArith(op, w, viewAs[uint64](y), viewAs[uint64](a), viewAs[uint64](b))
-	default:
+	k := numOf(a.DType)
+	if k == nil {
 		return c.Errorf("element type %v is not supported", a.DType)
 	}
+	k.arith(op, w, y, a, b)
 	return nil
 }
 
@@ -169,9 +151,24 @@ func ewHasZero(t *Tensor) bool {
 	return false
 }
 
-// ewArith runs y = a op b over walk w (operands y, a, b). y may alias a
+// ewNumKernels are the typed bodies of this file's numeric kernels.
+type ewNumKernels interface {
+	arith(op int, w *ndWalk, y, a, b *Tensor)
+	pow(w *ndWalk, y, a *Tensor, exp func(int) float64)
+	float64s(t *Tensor) func(i int) float64
+	cmp(op int, w *ndWalk, y []byte, a, b *Tensor)
+	scaleDown(y *Tensor, n int)
+}
+
+// ewWordKernels are the typed bodies of this file's data-moving kernels.
+type ewWordKernels interface {
+	where(w *ndWalk, y *Tensor, cond []byte, x, z *Tensor)
+}
+
+// arith runs y = a op b over walk w (operands y, a, b). y may alias a
 // (the variadic ops accumulate in place).
-func ewArith[T elemNum](op int, w *ndWalk, y, a, b []T) {
+func (numK[T, A]) arith(op int, w *ndWalk, yt, at, bt *Tensor) {
+	y, a, b := viewAs[T](yt), viewAs[T](at), viewAs[T](bt)
 	sa, sb := w.inner(1), w.inner(2)
 	w.par(nil, func(off []int, n int) {
 		ys := y[off[0] : off[0]+n]
@@ -339,55 +336,27 @@ func ewPowRun(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	exp := func(idx int) float64 { return 0 }
-	switch b.DType {
-	case ir.Float:
-		v := viewAs[float32](b)
-		exp = func(i int) float64 { return float64(v[i]) }
-	case ir.Double:
-		v := viewAs[float64](b)
-		exp = func(i int) float64 { return v[i] }
-	case ir.Int64:
-		v := viewAs[int64](b)
-		exp = func(i int) float64 { return float64(v[i]) }
-	case ir.Int32:
-		v := viewAs[int32](b)
-		exp = func(i int) float64 { return float64(v[i]) }
-	case ir.Int16:
-		v := viewAs[int16](b)
-		exp = func(i int) float64 { return float64(v[i]) }
-	case ir.Int8:
-		v := viewAs[int8](b)
-		exp = func(i int) float64 { return float64(v[i]) }
-	case ir.Uint8:
-		v := viewAs[uint8](b)
-		exp = func(i int) float64 { return float64(v[i]) }
-	default:
+	if !slices.Contains(ewPowTypes, b.DType) {
 		return c.Errorf("exponent type %v is not supported", b.DType)
 	}
-	switch a.DType {
-	case ir.Float:
-		if b.DType == ir.Float {
-			ewPowSame(w, viewAs[float32](y), viewAs[float32](a), viewAs[float32](b))
-			return nil
-		}
-		ewPow(w, viewAs[float32](y), viewAs[float32](a), exp)
-	case ir.Double:
-		ewPow(w, viewAs[float64](y), viewAs[float64](a), exp)
-	case ir.Int64:
-		ewPow(w, viewAs[int64](y), viewAs[int64](a), exp)
-	case ir.Int32:
-		ewPow(w, viewAs[int32](y), viewAs[int32](a), exp)
-	case ir.Int16:
-		ewPow(w, viewAs[int16](y), viewAs[int16](a), exp)
-	case ir.Int8:
-		ewPow(w, viewAs[int8](y), viewAs[int8](a), exp)
-	case ir.Uint8:
-		ewPow(w, viewAs[uint8](y), viewAs[uint8](a), exp)
-	default:
+	if a.DType == ir.Float && b.DType == ir.Float {
+		ewPowSame(w, viewAs[float32](y), viewAs[float32](a), viewAs[float32](b))
+		return nil
+	}
+	if !slices.Contains(ewPowTypes, a.DType) {
 		return c.Errorf("base type %v is not supported", a.DType)
 	}
+	numOf(a.DType).pow(w, y, a, numOf(b.DType).float64s(b))
 	return nil
+}
+
+// ewPowTypes are the base and exponent types Pow supports.
+var ewPowTypes = []ir.DType{ir.Float, ir.Double, ir.Int64, ir.Int32, ir.Int16, ir.Int8, ir.Uint8}
+
+// float64s reads t's elements as float64s.
+func (numK[T, A]) float64s(t *Tensor) func(i int) float64 {
+	v := viewAs[T](t)
+	return func(i int) float64 { return float64(v[i]) }
 }
 
 // ewPowSame is the float32^float32 path, with the common squares and
@@ -419,7 +388,8 @@ func ewPowSame(w *ndWalk, y, a, b []float32) {
 	})
 }
 
-func ewPow[T elemNum](w *ndWalk, y, a []T, exp func(int) float64) {
+func (numK[T, A]) pow(w *ndWalk, yt, at *Tensor, exp func(int) float64) {
+	y, a := viewAs[T](yt), viewAs[T](at)
 	sa, sb := w.inner(1), w.inner(2)
 	w.par(nil, func(off []int, n int) {
 		ys := y[off[0] : off[0]+n]
@@ -442,37 +412,21 @@ func ewCmpRun(op int) func(c *Ctx) error {
 		if op >= ewAnd && a.DType != ir.Bool {
 			return c.Errorf("input type %v, %s takes bool", a.DType, c.Op.Type)
 		}
-		switch a.DType {
-		case ir.Bool:
+		if a.DType == ir.Bool {
 			ewLogic(op, w, y, a.Data, b.Data)
-		case ir.Float:
-			ewCmp(op, w, y, viewAs[float32](a), viewAs[float32](b))
-		case ir.Double:
-			ewCmp(op, w, y, viewAs[float64](a), viewAs[float64](b))
-		case ir.Int64:
-			ewCmp(op, w, y, viewAs[int64](a), viewAs[int64](b))
-		case ir.Int32:
-			ewCmp(op, w, y, viewAs[int32](a), viewAs[int32](b))
-		case ir.Int16:
-			ewCmp(op, w, y, viewAs[int16](a), viewAs[int16](b))
-		case ir.Int8:
-			ewCmp(op, w, y, viewAs[int8](a), viewAs[int8](b))
-		case ir.Uint8:
-			ewCmp(op, w, y, viewAs[uint8](a), viewAs[uint8](b))
-		case ir.Uint16:
-			ewCmp(op, w, y, viewAs[uint16](a), viewAs[uint16](b))
-		case ir.Uint32:
-			ewCmp(op, w, y, viewAs[uint32](a), viewAs[uint32](b))
-		case ir.Uint64:
-			ewCmp(op, w, y, viewAs[uint64](a), viewAs[uint64](b))
-		default:
+			return nil
+		}
+		k := numOf(a.DType)
+		if k == nil {
 			return c.Errorf("element type %v is not supported", a.DType)
 		}
+		k.cmp(op, w, y, a, b)
 		return nil
 	}
 }
 
-func ewCmp[T elemNum](op int, w *ndWalk, y []byte, a, b []T) {
+func (numK[T, A]) cmp(op int, w *ndWalk, y []byte, at, bt *Tensor) {
+	a, b := viewAs[T](at), viewAs[T](bt)
 	sa, sb := w.inner(1), w.inner(2)
 	w.par(nil, func(off []int, n int) {
 		ys := y[off[0] : off[0]+n]
@@ -560,63 +514,23 @@ func ewVariadicRun(op int) func(c *Ctx) error {
 		}
 		x0 := c.In[0]
 		moveWalk(newWalk(y.Shape, contigStrides(y.Shape), bcastStrides(x0.Shape, y.Shape)), y, x0, es, nil)
-		for k := 1; k < n; k++ {
-			x := c.In[k]
-			w := newWalk(y.Shape, contigStrides(y.Shape), contigStrides(y.Shape), bcastStrides(x.Shape, y.Shape))
-			switch dt {
-			case ir.Float:
-				ewArith(op, w, viewAs[float32](y), viewAs[float32](y), viewAs[float32](x))
-			case ir.Double:
-				ewArith(op, w, viewAs[float64](y), viewAs[float64](y), viewAs[float64](x))
-			case ir.Int64:
-				ewArith(op, w, viewAs[int64](y), viewAs[int64](y), viewAs[int64](x))
-			case ir.Int32:
-				ewArith(op, w, viewAs[int32](y), viewAs[int32](y), viewAs[int32](x))
-			case ir.Int16:
-				ewArith(op, w, viewAs[int16](y), viewAs[int16](y), viewAs[int16](x))
-			case ir.Int8:
-				ewArith(op, w, viewAs[int8](y), viewAs[int8](y), viewAs[int8](x))
-			case ir.Uint8:
-				ewArith(op, w, viewAs[uint8](y), viewAs[uint8](y), viewAs[uint8](x))
-			case ir.Uint16:
-				ewArith(op, w, viewAs[uint16](y), viewAs[uint16](y), viewAs[uint16](x))
-			case ir.Uint32:
-				ewArith(op, w, viewAs[uint32](y), viewAs[uint32](y), viewAs[uint32](x))
-			case ir.Uint64:
-				ewArith(op, w, viewAs[uint64](y), viewAs[uint64](y), viewAs[uint64](x))
-			default:
-				return c.Errorf("element type %v is not supported", dt)
-			}
+		k := numOf(dt)
+		if k == nil && n > 1 {
+			return c.Errorf("element type %v is not supported", dt)
+		}
+		for i := 1; i < n; i++ {
+			x := c.In[i]
+			k.arith(op, newWalk(y.Shape, contigStrides(y.Shape), contigStrides(y.Shape), bcastStrides(x.Shape, y.Shape)), y, y, x)
 		}
 		if c.Op.Type == "Mean" && n > 1 {
-			switch dt {
-			case ir.Float:
-				ewScaleDown(viewAs[float32](y), n)
-			case ir.Double:
-				ewScaleDown(viewAs[float64](y), n)
-			case ir.Int64:
-				ewScaleDown(viewAs[int64](y), n)
-			case ir.Int32:
-				ewScaleDown(viewAs[int32](y), n)
-			case ir.Int16:
-				ewScaleDown(viewAs[int16](y), n)
-			case ir.Int8:
-				ewScaleDown(viewAs[int8](y), n)
-			case ir.Uint8:
-				ewScaleDown(viewAs[uint8](y), n)
-			case ir.Uint16:
-				ewScaleDown(viewAs[uint16](y), n)
-			case ir.Uint32:
-				ewScaleDown(viewAs[uint32](y), n)
-			case ir.Uint64:
-				ewScaleDown(viewAs[uint64](y), n)
-			}
+			k.scaleDown(y, n)
 		}
 		return nil
 	}
 }
 
-func ewScaleDown[T elemNum](y []T, n int) {
+func (numK[T, A]) scaleDown(yt *Tensor, n int) {
+	y := viewAs[T](yt)
 	d := T(n)
 	parRange(len(y), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -639,22 +553,16 @@ func ewWhereRun(c *Ctx) error {
 		return err
 	}
 	cond, x, z, y := c.In[0].Data, c.In[1], c.In[2], c.Out[0]
-	switch esize(y.DType) {
-	case 1:
-		ewWhere(w, y.Data, cond, x.Data, z.Data)
-	case 2:
-		ewWhere(w, viewAs[uint16](y), cond, viewAs[uint16](x), viewAs[uint16](z))
-	case 4:
-		ewWhere(w, viewAs[uint32](y), cond, viewAs[uint32](x), viewAs[uint32](z))
-	case 8:
-		ewWhere(w, viewAs[uint64](y), cond, viewAs[uint64](x), viewAs[uint64](z))
-	default:
+	k := wordOf(esize(y.DType))
+	if k == nil {
 		return c.Errorf("element type %v is not supported", y.DType)
 	}
+	k.where(w, y, cond, x, z)
 	return nil
 }
 
-func ewWhere[T any](w *ndWalk, y []T, cond []byte, x, z []T) {
+func (wordK[T]) where(w *ndWalk, yt *Tensor, cond []byte, xt, zt *Tensor) {
+	y, x, z := viewAs[T](yt), viewAs[T](xt), viewAs[T](zt)
 	sc, sx, sz := w.inner(1), w.inner(2), w.inner(3)
 	w.par(nil, func(off []int, n int) {
 		ys := y[off[0] : off[0]+n]

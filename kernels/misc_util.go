@@ -12,31 +12,6 @@ import (
 // ndWalk that every broadcasting or data-moving kernel is built on, axis
 // normalisation and small-input readers.
 
-// elemNum is every element type the arithmetic kernels instantiate for.
-type elemNum interface {
-	~float32 | ~float64 | ~int64 | ~int32 | ~int16 | ~int8 | ~uint8 | ~uint16 | ~uint32 | ~uint64
-}
-
-// elemFloat is the floating-point subset.
-type elemFloat interface{ ~float32 | ~float64 }
-
-// elemSigned is the signed integer subset.
-type elemSigned interface {
-	~int64 | ~int32 | ~int16 | ~int8
-}
-
-// Element-type lists for Kernel.DTypes.
-var (
-	floatTypes  = []ir.DType{ir.Float, ir.Double}
-	signedTypes = []ir.DType{ir.Float, ir.Double, ir.Int64, ir.Int32, ir.Int16, ir.Int8}
-	numTypes    = []ir.DType{ir.Float, ir.Double, ir.Int64, ir.Int32, ir.Int16, ir.Int8, ir.Uint8, ir.Uint16, ir.Uint32, ir.Uint64}
-	// byteTypes are the types whose elements are whole bytes: every type
-	// a data-moving kernel can handle without understanding the values.
-	byteTypes = []ir.DType{ir.Float, ir.Double, ir.Float16, ir.BFloat16, ir.Int64, ir.Int32, ir.Int16, ir.Int8,
-		ir.Uint8, ir.Uint16, ir.Uint32, ir.Uint64, ir.Bool,
-		ir.Float8E4M3FN, ir.Float8E4M3FNUZ, ir.Float8E5M2, ir.Float8E5M2FNUZ}
-)
-
 // viewAs reinterprets t's bytes as a []T (no copy).
 func viewAs[T any](t *Tensor) []T {
 	if t == nil || len(t.Data) == 0 {
@@ -397,21 +372,15 @@ func parCopy(dst, src []byte) {
 // operand 1 is src, both of element size es: the data-moving kernels
 // (Transpose, Slice, Expand, Pad, Split...) all reduce to it.
 func moveWalk(w *ndWalk, dst, src *Tensor, es int, base []int) {
-	switch es {
-	case 1:
-		moveT(w, viewAs[uint8](dst), viewAs[uint8](src), base)
-	case 2:
-		moveT(w, viewAs[uint16](dst), viewAs[uint16](src), base)
-	case 4:
-		moveT(w, viewAs[uint32](dst), viewAs[uint32](src), base)
-	case 8:
-		moveT(w, viewAs[uint64](dst), viewAs[uint64](src), base)
-	default:
-		moveBytes(w, dst.Data, src.Data, es, base)
+	if k := wordOf(es); k != nil {
+		k.move(w, dst, src, base)
+		return
 	}
+	moveBytes(w, dst.Data, src.Data, es, base)
 }
 
-func moveT[T any](w *ndWalk, dst, src []T, base []int) {
+func (wordK[T]) move(w *ndWalk, dt, st *Tensor, base []int) {
+	dst, src := viewAs[T](dt), viewAs[T](st)
 	sd, ss := w.inner(0), w.inner(1)
 	w.par(base, func(off []int, n int) {
 		o, i := off[0], off[1]

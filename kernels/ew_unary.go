@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -176,32 +177,35 @@ func ewUnaryRun(name string, mk ewUnaryMath) func(c *Ctx) error {
 			return err
 		}
 		x, y := c.In[0], c.Out[0]
-		switch x.DType {
-		case ir.Float:
-			return ewUnaryFloat(c, name, mk, viewAs[float32](y), viewAs[float32](x))
-		case ir.Double:
-			return ewUnaryFloat(c, name, mk, viewAs[float64](y), viewAs[float64](x))
+		if k := floatOf(x.DType); k != nil {
+			return k.unary(c, name, mk, y, x)
 		}
 		if !ewSignOps[name] {
 			return c.Errorf("element type %v is not supported (float32 or float64)", x.DType)
 		}
-		switch x.DType {
-		case ir.Int64:
-			ewUnarySigned(name, viewAs[int64](y), viewAs[int64](x))
-		case ir.Int32:
-			ewUnarySigned(name, viewAs[int32](y), viewAs[int32](x))
-		case ir.Int16:
-			ewUnarySigned(name, viewAs[int16](y), viewAs[int16](x))
-		case ir.Int8:
-			ewUnarySigned(name, viewAs[int8](y), viewAs[int8](x))
-		default:
+		if !slices.Contains(signedTypes, x.DType) {
 			return c.Errorf("element type %v is not supported", x.DType)
 		}
+		numOf(x.DType).signOp(name, y, x)
 		return nil
 	}
 }
 
-func ewUnaryFloat[T elemFloat](c *Ctx, name string, mk ewUnaryMath, y, x []T) error {
+// ewUnaryNumKernels are the typed bodies of this file's numeric kernels.
+type ewUnaryNumKernels interface {
+	signOp(name string, y, x *Tensor)
+	prelu(w *ndWalk, y, x, s *Tensor)
+	clip(c *Ctx, bounds [2]*Tensor, attr [2]*ir.Attr)
+}
+
+// ewFloatKernels are the typed bodies of this file's float kernels.
+type ewFloatKernels interface {
+	unary(c *Ctx, name string, mk ewUnaryMath, y, x *Tensor) error
+	isClass(test func(float64) bool, y []byte, x *Tensor)
+}
+
+func (floatK[T]) unary(c *Ctx, name string, mk ewUnaryMath, yt, xt *Tensor) error {
+	y, x := viewAs[T](yt), viewAs[T](xt)
 	// Cheap ops get direct loops; the rest go through float64.
 	switch name {
 	case "Relu":
@@ -250,7 +254,11 @@ func ewUnaryFloat[T elemFloat](c *Ctx, name string, mk ewUnaryMath, y, x []T) er
 	return nil
 }
 
-func ewUnarySigned[T elemSigned](name string, y, x []T) {
+// signOp runs Relu, Neg, Abs or Sign on integers (signed ones: the
+// kernel checks; the body compiles for every numeric T).
+func (numK[T, A]) signOp(name string, yt, xt *Tensor) {
+	y, x := viewAs[T](yt), viewAs[T](xt)
+	var one T = 1
 	parRange(len(x), 1, func(lo, hi int) {
 		ys, xs := y[lo:hi], x[lo:hi]
 		switch name {
@@ -275,7 +283,7 @@ func ewUnarySigned[T elemSigned](name string, y, x []T) {
 				case v > 0:
 					ys[i] = 1
 				case v < 0:
-					ys[i] = -1
+					ys[i] = -one
 				default:
 					ys[i] = 0
 				}
@@ -319,26 +327,21 @@ func ewIsClass(c *Ctx) error {
 		}
 		return (pos && math.IsInf(v, 1)) || (neg && math.IsInf(v, -1))
 	}
-	y := c.Out[0].Data
-	switch x := c.In[0]; x.DType {
-	case ir.Float:
-		xs := viewAs[float32](x)
-		parRange(len(xs), 1, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				y[i] = b2byte(test(float64(xs[i])))
-			}
-		})
-	case ir.Double:
-		xs := viewAs[float64](x)
-		parRange(len(xs), 1, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				y[i] = b2byte(test(xs[i]))
-			}
-		})
-	default:
-		return c.Errorf("element type %v is not supported (float32 or float64)", x.DType)
+	k := floatOf(c.In[0].DType)
+	if k == nil {
+		return c.Errorf("element type %v is not supported (float32 or float64)", c.In[0].DType)
 	}
+	k.isClass(test, c.Out[0].Data, c.In[0])
 	return nil
+}
+
+func (floatK[T]) isClass(test func(float64) bool, y []byte, xt *Tensor) {
+	xs := viewAs[T](xt)
+	parRange(len(xs), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			y[i] = b2byte(test(float64(xs[i])))
+		}
+	})
 }
 
 // ewPReluRun: Y = X where X >= 0, slope*X elsewhere; slope broadcasts to X.
@@ -354,26 +357,15 @@ func ewPReluRun(c *Ctx) error {
 		return c.Errorf("slope of shape %v does not broadcast to %v", s.Shape, x.Shape)
 	}
 	w := newWalk(y.Shape, contigStrides(y.Shape), contigStrides(x.Shape), bcastStrides(s.Shape, y.Shape))
-	switch x.DType {
-	case ir.Float:
-		ewPRelu(w, viewAs[float32](y), viewAs[float32](x), viewAs[float32](s))
-	case ir.Double:
-		ewPRelu(w, viewAs[float64](y), viewAs[float64](x), viewAs[float64](s))
-	case ir.Int64:
-		ewPRelu(w, viewAs[int64](y), viewAs[int64](x), viewAs[int64](s))
-	case ir.Int32:
-		ewPRelu(w, viewAs[int32](y), viewAs[int32](x), viewAs[int32](s))
-	case ir.Int16:
-		ewPRelu(w, viewAs[int16](y), viewAs[int16](x), viewAs[int16](s))
-	case ir.Int8:
-		ewPRelu(w, viewAs[int8](y), viewAs[int8](x), viewAs[int8](s))
-	default:
+	if !slices.Contains(signedTypes, x.DType) {
 		return c.Errorf("element type %v is not supported", x.DType)
 	}
+	numOf(x.DType).prelu(w, y, x, s)
 	return nil
 }
 
-func ewPRelu[T elemNum](w *ndWalk, y, x, s []T) {
+func (numK[T, A]) prelu(w *ndWalk, yt, xt, st *Tensor) {
+	y, x, s := viewAs[T](yt), viewAs[T](xt), viewAs[T](st)
 	ss := w.inner(2)
 	w.par(nil, func(off []int, n int) {
 		ys, xs := y[off[0]:off[0]+n], x[off[1]:off[1]+n]
@@ -404,32 +396,18 @@ func ewClipRun(c *Ctx) error {
 		}
 	}
 	attr := [2]*ir.Attr{c.Op.Attr("min"), c.Op.Attr("max")}
-	switch x.DType {
-	case ir.Float:
-		return ewClip[float32](c, bounds, attr, float32(math.Inf(-1)), float32(math.Inf(1)))
-	case ir.Double:
-		return ewClip[float64](c, bounds, attr, math.Inf(-1), math.Inf(1))
-	case ir.Int64:
-		return ewClip[int64](c, bounds, attr, math.MinInt64, math.MaxInt64)
-	case ir.Int32:
-		return ewClip[int32](c, bounds, attr, math.MinInt32, math.MaxInt32)
-	case ir.Int16:
-		return ewClip[int16](c, bounds, attr, math.MinInt16, math.MaxInt16)
-	case ir.Int8:
-		return ewClip[int8](c, bounds, attr, math.MinInt8, math.MaxInt8)
-	case ir.Uint8:
-		return ewClip[uint8](c, bounds, attr, 0, math.MaxUint8)
-	case ir.Uint16:
-		return ewClip[uint16](c, bounds, attr, 0, math.MaxUint16)
-	case ir.Uint32:
-		return ewClip[uint32](c, bounds, attr, 0, math.MaxUint32)
-	case ir.Uint64:
-		return ewClip[uint64](c, bounds, attr, 0, math.MaxUint64)
+	k := numOf(x.DType)
+	if k == nil {
+		return c.Errorf("element type %v is not supported", x.DType)
 	}
-	return c.Errorf("element type %v is not supported", x.DType)
+	k.clip(c, bounds, attr)
+	return nil
 }
 
-func ewClip[T elemNum](c *Ctx, bounds [2]*Tensor, attr [2]*ir.Attr, lo, hi T) error {
+// clip clamps to the bounds given (inputs, else attributes); absent
+// ones are T's lowest and highest values.
+func (numK[T, A]) clip(c *Ctx, bounds [2]*Tensor, attr [2]*ir.Attr) {
+	lo, hi := elemLimits[T]()
 	lim := [2]*T{&lo, &hi}
 	for i, b := range bounds {
 		switch {
@@ -452,5 +430,4 @@ func ewClip[T elemNum](c *Ctx, bounds [2]*Tensor, attr [2]*ir.Attr, lo, hi T) er
 			y[lo_+i] = v
 		}
 	})
-	return nil
 }

@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/tsplit/tsplit/ir"
+import (
+	"math"
+
+	"github.com/tsplit/tsplit/ir"
+)
 
 // Element types and the one place a kernel turns a tensor's ir.DType
 // into a Go type.
@@ -57,6 +61,7 @@ type numK[T elemNum, A float64 | int64] struct{}
 // numKernels is numK's method set, gathered from the kernel files.
 type numKernels interface {
 	ewNumKernels
+	ewUnaryNumKernels
 }
 
 // numOf returns the numeric kernels of dt, nil if dt is not numeric.
@@ -112,7 +117,52 @@ func wordOf(es int) wordKernels {
 	return nil
 }
 
-// elemSigned is the signed integer subset.
-type elemSigned interface {
-	~int64 | ~int32 | ~int16 | ~int8
+// floatK holds the typed bodies of the float-only kernels.
+type floatK[T elemFloat] struct{}
+
+// floatKernels is floatK's method set, gathered from the kernel files.
+type floatKernels interface {
+	ewFloatKernels
+}
+
+// floatOf returns the float kernels of dt, nil unless dt is float32 or
+// float64.
+func floatOf(dt ir.DType) floatKernels {
+	switch dt {
+	case ir.Float:
+		return floatK[float32]{}
+	case ir.Double:
+		return floatK[float64]{}
+	}
+	return nil
+}
+
+// elemLimits is the lowest and highest value of T (infinities for floats).
+func elemLimits[T elemNum]() (lo, hi T) {
+	// Conversions go through variables: a constant must fit every type
+	// of the constraint.
+	var l, h int64
+	switch any(lo).(type) {
+	case float32, float64:
+		inf := math.Inf(1)
+		return T(-inf), T(inf)
+	case int64:
+		l, h = math.MinInt64, math.MaxInt64
+	case int32:
+		l, h = math.MinInt32, math.MaxInt32
+	case int16:
+		l, h = math.MinInt16, math.MaxInt16
+	case int8:
+		l, h = math.MinInt8, math.MaxInt8
+	case uint8:
+		h = math.MaxUint8
+	case uint16:
+		h = math.MaxUint16
+	case uint32:
+		h = math.MaxUint32
+	case uint64:
+		var u uint64 = math.MaxUint64
+		return 0, T(u)
+	}
+	return T(l), T(h)
 }

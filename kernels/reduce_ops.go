@@ -257,41 +257,11 @@ func redRun(op int) func(c *Ctx) error {
 	}
 }
 
-// redLimits is the lowest and highest value of T (infinities for floats).
-func redLimits[T elemNum]() (lo, hi T) {
-	// Conversions go through variables: a constant must fit every type
-	// of the constraint.
-	var l, h int64
-	switch any(lo).(type) {
-	case float32, float64:
-		inf := math.Inf(1)
-		return T(-inf), T(inf)
-	case int64:
-		l, h = math.MinInt64, math.MaxInt64
-	case int32:
-		l, h = math.MinInt32, math.MaxInt32
-	case int16:
-		l, h = math.MinInt16, math.MaxInt16
-	case int8:
-		l, h = math.MinInt8, math.MaxInt8
-	case uint8:
-		h = math.MaxUint8
-	case uint16:
-		h = math.MaxUint16
-	case uint32:
-		h = math.MaxUint32
-	case uint64:
-		var u uint64 = math.MaxUint64
-		return 0, T(u)
-	}
-	return T(l), T(h)
-}
-
 // redCore reduces x into y: T is the element type, A the accumulator
 // of sums and products (float64 or int64).
 func redCore[T elemNum, A float64 | int64](op int, p *redPlan, x, y []T) {
 	count := p.nRed * p.run
-	lo, hi := redLimits[T]()
+	lo, hi := elemLimits[T]()
 	finish := func(acc A, m T) T {
 		switch op {
 		case redMean:

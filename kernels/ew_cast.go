@@ -41,27 +41,11 @@ func ewCastRun(c *Ctx) error {
 		parCopy(y.Data, x.Data)
 		return nil
 	}
+	if k := numOf(x.DType); k != nil {
+		k.castTo(x, y)
+		return nil
+	}
 	switch x.DType {
-	case ir.Float:
-		ewCastFrom(viewAs[float32](x), y)
-	case ir.Double:
-		ewCastFrom(viewAs[float64](x), y)
-	case ir.Int64:
-		ewCastFrom(viewAs[int64](x), y)
-	case ir.Int32:
-		ewCastFrom(viewAs[int32](x), y)
-	case ir.Int16:
-		ewCastFrom(viewAs[int16](x), y)
-	case ir.Int8:
-		ewCastFrom(viewAs[int8](x), y)
-	case ir.Uint8:
-		ewCastFrom(viewAs[uint8](x), y)
-	case ir.Uint16:
-		ewCastFrom(viewAs[uint16](x), y)
-	case ir.Uint32:
-		ewCastFrom(viewAs[uint32](x), y)
-	case ir.Uint64:
-		ewCastFrom(viewAs[uint64](x), y)
 	case ir.Bool:
 		// Normalise to 0/1 so any non-zero byte reads as true.
 		ewCastChunks(x.Len(), y, func(lo, hi int, buf *[ewChunk]float32) {
@@ -119,7 +103,18 @@ func ewCastable(dt ir.DType) bool {
 	return false
 }
 
-// ewCastFrom converts src into y, whatever y's (castable) type.
+// ewCastNumKernels are the typed bodies of this file's numeric kernels.
+type ewCastNumKernels interface {
+	castTo(x, y *Tensor)
+}
+
+// castTo converts x, of element type T, into y.
+func (numK[T, A]) castTo(x, y *Tensor) { ewCastFrom(viewAs[T](x), y) }
+
+// ewCastFrom converts src into y, whatever y's (castable) type. The
+// switch lists the destination types by hand: a conversion needs both
+// element types as type parameters and a method cannot add one, so
+// numOf picks the source and this picks the destination.
 func ewCastFrom[S elemNum](src []S, y *Tensor) {
 	switch y.DType {
 	case ir.Float:

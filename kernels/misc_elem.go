@@ -62,6 +62,7 @@ type numK[T elemNum, A float64 | int64] struct{}
 type numKernels interface {
 	ewNumKernels
 	ewUnaryNumKernels
+	ewCastNumKernels
 }
 
 // numOf returns the numeric kernels of dt, nil if dt is not numeric.

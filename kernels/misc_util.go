@@ -274,27 +274,12 @@ func readScalar(c *Ctx, t *Tensor, what string) (float64, error) {
 	if t.Len() < 1 {
 		return 0, c.Errorf("%s is empty, want one element", what)
 	}
+	if k := numOf(t.DType); k != nil {
+		return k.float64s(t)(0), nil
+	}
 	switch t.DType {
-	case ir.Float:
-		return float64(viewAs[float32](t)[0]), nil
-	case ir.Double:
-		return viewAs[float64](t)[0], nil
-	case ir.Int64:
-		return float64(viewAs[int64](t)[0]), nil
-	case ir.Int32:
-		return float64(viewAs[int32](t)[0]), nil
-	case ir.Int16:
-		return float64(viewAs[int16](t)[0]), nil
-	case ir.Int8:
-		return float64(viewAs[int8](t)[0]), nil
-	case ir.Uint8, ir.Bool:
+	case ir.Bool:
 		return float64(t.Data[0]), nil
-	case ir.Uint16:
-		return float64(viewAs[uint16](t)[0]), nil
-	case ir.Uint32:
-		return float64(viewAs[uint32](t)[0]), nil
-	case ir.Uint64:
-		return float64(viewAs[uint64](t)[0]), nil
 	case ir.Float16:
 		return float64(halfToF32(viewAs[uint16](t)[0])), nil
 	case ir.BFloat16:

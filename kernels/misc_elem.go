@@ -63,6 +63,7 @@ type numKernels interface {
 	ewNumKernels
 	ewUnaryNumKernels
 	ewCastNumKernels
+	redNumKernels
 }
 
 // numOf returns the numeric kernels of dt, nil if dt is not numeric.
@@ -124,6 +125,7 @@ type floatK[T elemFloat] struct{}
 // floatKernels is floatK's method set, gathered from the kernel files.
 type floatKernels interface {
 	ewFloatKernels
+	redFloatKernels
 }
 
 // floatOf returns the float kernels of dt, nil unless dt is float32 or

@@ -47,33 +47,17 @@ func argRun(isMax bool) func(c *Ctx) error {
 			return c.Errorf("axis %d has size 0: no index to return", axis)
 		}
 		last := c.Op.AttrInt("select_last_index", 0) != 0
-		idx := viewAs[int64](y)
-		switch x.DType {
-		case ir.Float:
-			argIndex(viewAs[float32](x), idx, outer, dim, inner, isMax, last)
-		case ir.Double:
-			argIndex(viewAs[float64](x), idx, outer, dim, inner, isMax, last)
-		case ir.Int64:
-			argIndex(viewAs[int64](x), idx, outer, dim, inner, isMax, last)
-		case ir.Int32:
-			argIndex(viewAs[int32](x), idx, outer, dim, inner, isMax, last)
-		case ir.Int16:
-			argIndex(viewAs[int16](x), idx, outer, dim, inner, isMax, last)
-		case ir.Int8:
-			argIndex(viewAs[int8](x), idx, outer, dim, inner, isMax, last)
-		case ir.Uint8:
-			argIndex(viewAs[uint8](x), idx, outer, dim, inner, isMax, last)
-		case ir.Uint16:
-			argIndex(viewAs[uint16](x), idx, outer, dim, inner, isMax, last)
-		case ir.Uint32:
-			argIndex(viewAs[uint32](x), idx, outer, dim, inner, isMax, last)
-		case ir.Uint64:
-			argIndex(viewAs[uint64](x), idx, outer, dim, inner, isMax, last)
-		default:
+		k := numOf(x.DType)
+		if k == nil {
 			return c.Errorf("element type %v is not supported", x.DType)
 		}
+		k.arg(x, viewAs[int64](y), outer, dim, inner, isMax, last)
 		return nil
 	}
+}
+
+func (numK[T, A]) arg(x *Tensor, idx []int64, outer, dim, inner int, isMax, last bool) {
+	argIndex(viewAs[T](x), idx, outer, dim, inner, isMax, last)
 }
 
 // argIndex writes into idx[o*inner+j] the index along dim of the extreme
@@ -177,20 +161,19 @@ func hardmaxRun(c *Ctx) error {
 		ws = make([]byte, need) // Eval without the declared scratch
 	}
 	idx := viewAs[int64](&Tensor{Data: ws[:need]})
-	switch x.DType {
-	case ir.Float:
-		argIndex(viewAs[float32](x), idx, outer, dim, inner, true, false)
-		hardmaxFill(viewAs[float32](y), idx, outer, dim, inner)
-	case ir.Double:
-		argIndex(viewAs[float64](x), idx, outer, dim, inner, true, false)
-		hardmaxFill(viewAs[float64](y), idx, outer, dim, inner)
-	default:
+	k := floatOf(x.DType)
+	if k == nil {
 		return c.Errorf("element type %v is not supported (float32 or float64)", x.DType)
 	}
+	k.hardmax(x, y, idx, outer, dim, inner)
 	return nil
 }
 
-func hardmaxFill[T elemFloat](y []T, idx []int64, outer, dim, inner int) {
+// hardmax sets y to 1 at the first maximum of x along dim, 0 elsewhere;
+// idx is scratch for the maxima's indices.
+func (floatK[T]) hardmax(xt, yt *Tensor, idx []int64, outer, dim, inner int) {
+	argIndex(viewAs[T](xt), idx, outer, dim, inner, true, false)
+	y := viewAs[T](yt)
 	clear(y)
 	for o := 0; o < outer; o++ {
 		for j := 0; j < inner; j++ {

@@ -37,19 +37,17 @@ func instNormRun(c *Ctx) error {
 	if sz == 0 || x.Len() == 0 {
 		return nil
 	}
-	switch x.DType {
-	case ir.Float:
-		instNormPlanes(viewAs[float32](c.Out[0]), viewAs[float32](x), viewAs[float32](scale), viewAs[float32](bias), ch, sz, eps)
-	case ir.Double:
-		instNormPlanes(viewAs[float64](c.Out[0]), viewAs[float64](x), viewAs[float64](scale), viewAs[float64](bias), ch, sz, eps)
-	default:
+	k := floatOf(x.DType)
+	if k == nil {
 		return c.Errorf("element type %v is not supported (float32 or float64)", x.DType)
 	}
+	k.instNorm(c.Out[0], x, scale, bias, ch, sz, eps)
 	return nil
 }
 
-// instNormPlanes normalises each of the planes of x of size sz.
-func instNormPlanes[T elemFloat](y, x, scale, bias []T, ch, sz int, eps float64) {
+// instNorm normalises each of the planes of x of size sz.
+func (floatK[T]) instNorm(yt, xt, st, bt *Tensor, ch, sz int, eps float64) {
+	y, x, scale, bias := viewAs[T](yt), viewAs[T](xt), viewAs[T](st), viewAs[T](bt)
 	planes := len(x) / sz
 	parRange(planes, sz, func(p0, p1 int) {
 		for p := p0; p < p1; p++ {

@@ -228,38 +228,33 @@ func redRun(op int) func(c *Ctx) error {
 			parCopy(y.Data, x.Data)
 			return nil
 		}
-		p := newRedPlan(x.Shape, red)
-		switch x.DType {
-		case ir.Float:
-			redCore[float32, float64](op, p, viewAs[float32](x), viewAs[float32](y))
-		case ir.Double:
-			redCore[float64, float64](op, p, viewAs[float64](x), viewAs[float64](y))
-		case ir.Int64:
-			redCore[int64, int64](op, p, viewAs[int64](x), viewAs[int64](y))
-		case ir.Int32:
-			redCore[int32, int64](op, p, viewAs[int32](x), viewAs[int32](y))
-		case ir.Int16:
-			redCore[int16, int64](op, p, viewAs[int16](x), viewAs[int16](y))
-		case ir.Int8:
-			redCore[int8, int64](op, p, viewAs[int8](x), viewAs[int8](y))
-		case ir.Uint8:
-			redCore[uint8, int64](op, p, viewAs[uint8](x), viewAs[uint8](y))
-		case ir.Uint16:
-			redCore[uint16, int64](op, p, viewAs[uint16](x), viewAs[uint16](y))
-		case ir.Uint32:
-			redCore[uint32, int64](op, p, viewAs[uint32](x), viewAs[uint32](y))
-		case ir.Uint64:
-			redCore[uint64, int64](op, p, viewAs[uint64](x), viewAs[uint64](y))
-		default:
+		k := numOf(x.DType)
+		if k == nil {
 			return c.Errorf("element type %v is not supported", x.DType)
 		}
+		k.reduce(op, newRedPlan(x.Shape, red), x, y)
 		return nil
 	}
 }
 
-// redCore reduces x into y: T is the element type, A the accumulator
-// of sums and products (float64 or int64).
-func redCore[T elemNum, A float64 | int64](op int, p *redPlan, x, y []T) {
+// redNumKernels are the typed bodies of the reduce_* files' numeric
+// kernels.
+type redNumKernels interface {
+	reduce(op int, p *redPlan, x, y *Tensor)
+	arg(x *Tensor, idx []int64, outer, dim, inner int, isMax, last bool)
+}
+
+// redFloatKernels are the typed bodies of the reduce_* files' float
+// kernels.
+type redFloatKernels interface {
+	hardmax(x, y *Tensor, idx []int64, outer, dim, inner int)
+	instNorm(y, x, scale, bias *Tensor, ch, sz int, eps float64)
+}
+
+// reduce reduces x into y, summing and multiplying in A (float64 for
+// floats, int64 for integers).
+func (numK[T, A]) reduce(op int, p *redPlan, xt, yt *Tensor) {
+	x, y := viewAs[T](xt), viewAs[T](yt)
 	count := p.nRed * p.run
 	lo, hi := elemLimits[T]()
 	finish := func(acc A, m T) T {

@@ -64,6 +64,7 @@ type numKernels interface {
 	ewUnaryNumKernels
 	ewCastNumKernels
 	redNumKernels
+	shNumKernels
 }
 
 // numOf returns the numeric kernels of dt, nil if dt is not numeric.
@@ -101,6 +102,7 @@ type wordK[T elemWord] struct{}
 type wordKernels interface {
 	move(w *ndWalk, dst, src *Tensor, base []int)
 	ewWordKernels
+	shWordKernels
 }
 
 // wordOf returns the data-moving kernels for elements of es bytes, nil

@@ -138,27 +138,38 @@ func shGatherElementsRun(c *Ctx) error {
 	if y.Len() == 0 {
 		return nil
 	}
-	switch es := esize(x.DType); {
-	case es == 1 && ind.DType == ir.Int64:
-		shGatherElems(w, view8(y), view8(x), viewAs[int64](ind), ast, int(dim))
-	case es == 1:
-		shGatherElems(w, view8(y), view8(x), viewAs[int32](ind), ast, int(dim))
-	case es == 2 && ind.DType == ir.Int64:
-		shGatherElems(w, viewAs[uint16](y), viewAs[uint16](x), viewAs[int64](ind), ast, int(dim))
-	case es == 2:
-		shGatherElems(w, viewAs[uint16](y), viewAs[uint16](x), viewAs[int32](ind), ast, int(dim))
-	case es == 4 && ind.DType == ir.Int64:
-		shGatherElems(w, viewAs[uint32](y), viewAs[uint32](x), viewAs[int64](ind), ast, int(dim))
-	case es == 4:
-		shGatherElems(w, viewAs[uint32](y), viewAs[uint32](x), viewAs[int32](ind), ast, int(dim))
-	case es == 8 && ind.DType == ir.Int64:
-		shGatherElems(w, viewAs[uint64](y), viewAs[uint64](x), viewAs[int64](ind), ast, int(dim))
-	case es == 8:
-		shGatherElems(w, viewAs[uint64](y), viewAs[uint64](x), viewAs[int32](ind), ast, int(dim))
-	default:
+	k := wordOf(esize(x.DType))
+	if k == nil {
 		return c.Errorf("element type %v is not supported", x.DType)
 	}
+	k.gatherElems(w, y, x, ind, ast, int(dim))
 	return nil
+}
+
+// shNumKernels are the typed bodies of the shape_* files' numeric
+// kernels.
+type shNumKernels interface {
+	scatterElemsRed(w *ndWalk, y, upd, ind *Tensor, ast, dim, red int)
+	scatterND(y, upd *Tensor, tuples, slice int, offs func(int) int, red int)
+	oneHot(ind *Tensor, y, on []byte, outer, depth, inner int)
+}
+
+// shWordKernels are the typed bodies of the shape_* files' data-moving
+// kernels.
+type shWordKernels interface {
+	gatherElems(w *ndWalk, y, x, ind *Tensor, ast, dim int)
+	scatterElems(w *ndWalk, y, upd, ind *Tensor, ast, dim int)
+	tiles(w *ndWalk, dst, src *Tensor)
+	mapGather(y, x *Tensor, maps [][]int)
+}
+
+func (wordK[T]) gatherElems(w *ndWalk, yt, xt, ind *Tensor, ast, dim int) {
+	y, x := viewAs[T](yt), viewAs[T](xt)
+	if ind.DType == ir.Int64 {
+		shGatherElems(w, y, x, viewAs[int64](ind), ast, dim)
+		return
+	}
+	shGatherElems(w, y, x, viewAs[int32](ind), ast, dim)
 }
 
 func shGatherElems[T any, I int32 | int64](w *ndWalk, y, x []T, idx []I, ast, dim int) {
@@ -220,53 +231,38 @@ func shScatterElementsRun(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	if ind.DType == ir.Int64 {
-		return shScatterElemsDispatch(c, w, y, upd, viewAs[int64](ind), ast, int(dim), red)
-	}
-	return shScatterElemsDispatch(c, w, y, upd, viewAs[int32](ind), ast, int(dim), red)
-}
-
-func shScatterElemsDispatch[I int32 | int64](c *Ctx, w *ndWalk, y, upd *Tensor, idx []I, ast, dim, red int) error {
 	if red < 0 {
-		switch esize(y.DType) {
-		case 1:
-			shScatterElems(w, view8(y), view8(upd), idx, ast, dim)
-		case 2:
-			shScatterElems(w, viewAs[uint16](y), viewAs[uint16](upd), idx, ast, dim)
-		case 4:
-			shScatterElems(w, viewAs[uint32](y), viewAs[uint32](upd), idx, ast, dim)
-		case 8:
-			shScatterElems(w, viewAs[uint64](y), viewAs[uint64](upd), idx, ast, dim)
-		default:
+		k := wordOf(esize(y.DType))
+		if k == nil {
 			return c.Errorf("element type %v is not supported", y.DType)
 		}
+		k.scatterElems(w, y, upd, ind, ast, int(dim))
 		return nil
 	}
-	switch y.DType {
-	case ir.Float:
-		shScatterElemsRed(w, viewAs[float32](y), viewAs[float32](upd), idx, ast, dim, red)
-	case ir.Double:
-		shScatterElemsRed(w, viewAs[float64](y), viewAs[float64](upd), idx, ast, dim, red)
-	case ir.Int64:
-		shScatterElemsRed(w, viewAs[int64](y), viewAs[int64](upd), idx, ast, dim, red)
-	case ir.Int32:
-		shScatterElemsRed(w, viewAs[int32](y), viewAs[int32](upd), idx, ast, dim, red)
-	case ir.Int16:
-		shScatterElemsRed(w, viewAs[int16](y), viewAs[int16](upd), idx, ast, dim, red)
-	case ir.Int8:
-		shScatterElemsRed(w, viewAs[int8](y), viewAs[int8](upd), idx, ast, dim, red)
-	case ir.Uint8:
-		shScatterElemsRed(w, viewAs[uint8](y), viewAs[uint8](upd), idx, ast, dim, red)
-	case ir.Uint16:
-		shScatterElemsRed(w, viewAs[uint16](y), viewAs[uint16](upd), idx, ast, dim, red)
-	case ir.Uint32:
-		shScatterElemsRed(w, viewAs[uint32](y), viewAs[uint32](upd), idx, ast, dim, red)
-	case ir.Uint64:
-		shScatterElemsRed(w, viewAs[uint64](y), viewAs[uint64](upd), idx, ast, dim, red)
-	default:
+	k := numOf(y.DType)
+	if k == nil {
 		return c.Errorf("element type %v is not supported", y.DType)
 	}
+	k.scatterElemsRed(w, y, upd, ind, ast, int(dim), red)
 	return nil
+}
+
+func (wordK[T]) scatterElems(w *ndWalk, yt, ut, ind *Tensor, ast, dim int) {
+	y, upd := viewAs[T](yt), viewAs[T](ut)
+	if ind.DType == ir.Int64 {
+		shScatterElems(w, y, upd, viewAs[int64](ind), ast, dim)
+		return
+	}
+	shScatterElems(w, y, upd, viewAs[int32](ind), ast, dim)
+}
+
+func (numK[T, A]) scatterElemsRed(w *ndWalk, yt, ut, ind *Tensor, ast, dim, red int) {
+	y, upd := viewAs[T](yt), viewAs[T](ut)
+	if ind.DType == ir.Int64 {
+		shScatterElemsRed(w, y, upd, viewAs[int64](ind), ast, dim, red)
+		return
+	}
+	shScatterElemsRed(w, y, upd, viewAs[int32](ind), ast, dim, red)
 }
 
 // shScatterElems assigns updates sequentially (not in parallel: two
@@ -342,34 +338,16 @@ func shScatterNDRun(c *Ctx) error {
 		}
 		return nil
 	}
-	switch x.DType {
-	case ir.Float:
-		shScatterND(viewAs[float32](y), viewAs[float32](upd), tuples, slice, offs, red)
-	case ir.Double:
-		shScatterND(viewAs[float64](y), viewAs[float64](upd), tuples, slice, offs, red)
-	case ir.Int64:
-		shScatterND(viewAs[int64](y), viewAs[int64](upd), tuples, slice, offs, red)
-	case ir.Int32:
-		shScatterND(viewAs[int32](y), viewAs[int32](upd), tuples, slice, offs, red)
-	case ir.Int16:
-		shScatterND(viewAs[int16](y), viewAs[int16](upd), tuples, slice, offs, red)
-	case ir.Int8:
-		shScatterND(viewAs[int8](y), viewAs[int8](upd), tuples, slice, offs, red)
-	case ir.Uint8:
-		shScatterND(viewAs[uint8](y), viewAs[uint8](upd), tuples, slice, offs, red)
-	case ir.Uint16:
-		shScatterND(viewAs[uint16](y), viewAs[uint16](upd), tuples, slice, offs, red)
-	case ir.Uint32:
-		shScatterND(viewAs[uint32](y), viewAs[uint32](upd), tuples, slice, offs, red)
-	case ir.Uint64:
-		shScatterND(viewAs[uint64](y), viewAs[uint64](upd), tuples, slice, offs, red)
-	default:
+	typed := numOf(x.DType)
+	if typed == nil {
 		return c.Errorf("element type %v is not supported", x.DType)
 	}
+	typed.scatterND(y, upd, tuples, slice, offs, red)
 	return nil
 }
 
-func shScatterND[T elemNum](y, upd []T, tuples, slice int, offs func(int) int, red int) {
+func (numK[T, A]) scatterND(yt, ut *Tensor, tuples, slice int, offs func(int) int, red int) {
+	y, upd := viewAs[T](yt), viewAs[T](ut)
 	for t := 0; t < tuples; t++ {
 		ys, us := y[offs(t):][:slice], upd[t*slice:(t+1)*slice]
 		for j, v := range us {
@@ -408,34 +386,16 @@ func shOneHotRun(c *Ctx) error {
 	shFill(y.Data, vals.Data[:es])
 	outer, inner := shapeLen(ind.Shape[:axis]), shapeLen(ind.Shape[axis:])
 	on := vals.Data[es : 2*es]
-	switch ind.DType {
-	case ir.Int64:
-		shOneHot(viewAs[int64](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Int32:
-		shOneHot(viewAs[int32](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Float:
-		shOneHot(viewAs[float32](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Double:
-		shOneHot(viewAs[float64](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Int16:
-		shOneHot(viewAs[int16](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Int8:
-		shOneHot(viewAs[int8](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Uint8:
-		shOneHot(viewAs[uint8](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Uint16:
-		shOneHot(viewAs[uint16](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Uint32:
-		shOneHot(viewAs[uint32](ind), y.Data, on, outer, int(depth), inner)
-	case ir.Uint64:
-		shOneHot(viewAs[uint64](ind), y.Data, on, outer, int(depth), inner)
-	default:
+	k := numOf(ind.DType)
+	if k == nil {
 		return c.Errorf("indices of type %v are not supported", ind.DType)
 	}
+	k.oneHot(ind, y.Data, on, outer, int(depth), inner)
 	return nil
 }
 
-func shOneHot[I elemNum](idx []I, y, on []byte, outer, depth, inner int) {
+func (numK[T, A]) oneHot(ind *Tensor, y, on []byte, outer, depth, inner int) {
+	idx := viewAs[T](ind)
 	es := len(on)
 	for o := 0; o < outer; o++ {
 		for i := 0; i < inner; i++ {

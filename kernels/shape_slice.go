@@ -178,19 +178,13 @@ func shMapGather(y, x *Tensor, maps [][]int) {
 	if y.Len() == 0 {
 		return
 	}
-	switch esize(x.DType) {
-	case 1:
-		shMapGatherT(y.Shape, x.Shape, view8(y), view8(x), maps)
-	case 2:
-		shMapGatherT(y.Shape, x.Shape, viewAs[uint16](y), viewAs[uint16](x), maps)
-	case 4:
-		shMapGatherT(y.Shape, x.Shape, viewAs[uint32](y), viewAs[uint32](x), maps)
-	case 8:
-		shMapGatherT(y.Shape, x.Shape, viewAs[uint64](y), viewAs[uint64](x), maps)
+	if k := wordOf(esize(x.DType)); k != nil {
+		k.mapGather(y, x, maps)
 	}
 }
 
-func shMapGatherT[T any](yShape, xShape ir.Shape, y, x []T, maps [][]int) {
+func (wordK[T]) mapGather(yt, xt *Tensor, maps [][]int) {
+	yShape, xShape, y, x := yt.Shape, xt.Shape, viewAs[T](yt), viewAs[T](xt)
 	r := len(yShape)
 	if r == 0 {
 		y[0] = x[0]

@@ -46,33 +46,23 @@ func shTransposeRun(c *Ctx) error {
 		return c.Errorf("element type %v is not supported", x.DType)
 	}
 	w := newWalk(y.Shape, contigStrides(y.Shape), st)
-	if w.inner(1) == 1 || len(w.dims) < 2 {
+	k := wordOf(es)
+	if w.inner(1) == 1 || len(w.dims) < 2 || k == nil {
 		moveWalk(w, y, x, es, nil)
 		return nil
 	}
-	switch es {
-	case 1:
-		shTiles(w, view8(y), view8(x))
-	case 2:
-		shTiles(w, viewAs[uint16](y), viewAs[uint16](x))
-	case 4:
-		shTiles(w, viewAs[uint32](y), viewAs[uint32](x))
-	case 8:
-		shTiles(w, viewAs[uint64](y), viewAs[uint64](x))
-	default:
-		moveWalk(w, y, x, es, nil)
-	}
+	k.tiles(w, y, x)
 	return nil
 }
-
 func view8(t *Tensor) []uint8 { return t.Data }
 
 const shTile = 32
 
-// shTiles runs a walk whose last two dimensions are a 2-D transpose
+// tiles runs a walk whose last two dimensions are a 2-D transpose
 // (operand 0 contiguous, operand 1 strided on the innermost): the
 // leading dimensions are a batch, the last two are copied in tiles.
-func shTiles[T any](w *ndWalk, dst, src []T) {
+func (wordK[T]) tiles(w *ndWalk, dt, st *Tensor) {
+	dst, src := viewAs[T](dt), viewAs[T](st)
 	m := len(w.dims)
 	rows, cols := w.dims[m-2], w.dims[m-1]
 	sr, sc := w.st[1][m-2], w.st[1][m-1]

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -17,7 +18,7 @@ func init() {
 	regOp("Size", 1, 1, nil, miscSizeRun)
 	regOp("Constant", 0, 1, nil, miscConstantRun)
 	regOp("ConstantOfShape", 1, 1, []ir.DType{ir.Int64}, miscConstantOfShapeRun)
-	regOp("Range", 3, 1, []ir.DType{ir.Float, ir.Double, ir.Int16, ir.Int32, ir.Int64}, miscRangeRun)
+	regOp("Range", 3, 1, miscRangeTypes, miscRangeRun)
 }
 
 // miscShapeRun: the dimensions start:end of the input shape (opset 15
@@ -134,22 +135,22 @@ func miscRangeRun(c *Ctx) error {
 	if len(y.Shape) != 1 {
 		return c.Errorf("output has shape %v, want 1-D", y.Shape)
 	}
-	switch y.DType {
-	case ir.Float:
-		return miscRange[float32](c)
-	case ir.Double:
-		return miscRange[float64](c)
-	case ir.Int64:
-		return miscRange[int64](c)
-	case ir.Int32:
-		return miscRange[int32](c)
-	case ir.Int16:
-		return miscRange[int16](c)
+	if !slices.Contains(miscRangeTypes, y.DType) {
+		return c.Errorf("element type %v is not supported", y.DType)
 	}
-	return c.Errorf("element type %v is not supported", y.DType)
+	return numOf(y.DType).rangeFill(c)
 }
 
-func miscRange[T elemNum](c *Ctx) error {
+// miscRangeTypes are the element types of Range.
+var miscRangeTypes = []ir.DType{ir.Float, ir.Double, ir.Int16, ir.Int32, ir.Int64}
+
+// miscNumKernels are the typed bodies of the misc_* files' numeric
+// kernels.
+type miscNumKernels interface {
+	rangeFill(c *Ctx) error
+}
+
+func (numK[T, A]) rangeFill(c *Ctx) error {
 	start, limit, delta := viewAs[T](c.In[0])[0], viewAs[T](c.In[1])[0], viewAs[T](c.In[2])[0]
 	if delta == 0 {
 		return c.Errorf("input 2 (delta) is 0")

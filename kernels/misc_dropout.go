@@ -93,18 +93,22 @@ func miscDropoutRun(c *Ctx) error {
 	}
 	seed := miscDropoutSeed(c.Op)
 	step := miscSplitmix(uint64(c.Step) ^ 0x5bd1e995)
-	switch x.DType {
-	case ir.Float:
-		miscDropout(viewAs[float32](y), viewAs[float32](x), m, ratio, seed, step)
-	case ir.Double:
-		miscDropout(viewAs[float64](y), viewAs[float64](x), m, ratio, seed, step)
-	default:
+	k := floatOf(x.DType)
+	if k == nil {
 		return c.Errorf("element type %v is not supported (float32 or float64)", x.DType)
 	}
+	k.dropout(y, x, m, ratio, seed, step)
 	return nil
 }
 
-func miscDropout[T elemFloat](y, x []T, mask []byte, ratio float64, seed, step uint64) {
+// miscFloatKernels are the typed bodies of the misc_* files' float
+// kernels.
+type miscFloatKernels interface {
+	dropout(y, x *Tensor, mask []byte, ratio float64, seed, step uint64)
+}
+
+func (floatK[T]) dropout(yt, xt *Tensor, mask []byte, ratio float64, seed, step uint64) {
+	y, x := viewAs[T](yt), viewAs[T](xt)
 	// Keep an element when a uniform 32-bit draw is >= thr: probability
 	// (2^32 - thr) / 2^32 = 1 - ratio up to 2^-32.
 	thr := uint32(min(math.Round(ratio*(1<<32)), math.MaxUint32))

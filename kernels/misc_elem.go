@@ -65,6 +65,7 @@ type numKernels interface {
 	ewCastNumKernels
 	redNumKernels
 	shNumKernels
+	miscNumKernels
 }
 
 // numOf returns the numeric kernels of dt, nil if dt is not numeric.
@@ -128,6 +129,7 @@ type floatK[T elemFloat] struct{}
 type floatKernels interface {
 	ewFloatKernels
 	redFloatKernels
+	miscFloatKernels
 }
 
 // floatOf returns the float kernels of dt, nil unless dt is float32 or

@@ -130,6 +130,7 @@ type floatKernels interface {
 	ewFloatKernels
 	redFloatKernels
 	miscFloatKernels
+	nnFloatKernels
 }
 
 // floatOf returns the float kernels of dt, nil unless dt is float32 or

@@ -79,17 +79,14 @@ func runConv(c *Ctx, bound nnScratchCap) error {
 	if err != nil {
 		return err
 	}
-	if nnDouble(c) {
-		return convRun[float64](c, p)
-	}
-	return convRun[float32](c, p)
+	return nnFloat(c).conv(c, p)
 }
 
-func convRun[T nnElem](c *Ctx, p *convPlan) error {
-	x, w, y := nnView[T](c.In[0]), nnView[T](c.In[1]), nnView[T](c.Out[0])
+func (floatK[T]) conv(c *Ctx, p *convPlan) error {
+	x, w, y := viewAs[T](c.In[0]), viewAs[T](c.In[1]), viewAs[T](c.Out[0])
 	var bias []T
 	if len(c.In) > 2 && c.In[2] != nil {
-		bias = nnView[T](c.In[2])
+		bias = viewAs[T](c.In[2])
 	}
 	g := &p.g
 	inVol, outVol, kVol := g.inVol(), g.outVol(), g.kVol()
@@ -108,7 +105,7 @@ func convRun[T nnElem](c *Ctx, p *convPlan) error {
 		if len(c.Workspace) < es*need {
 			return c.Errorf("workspace has %d bytes, Conv needs %d", len(c.Workspace), es*need)
 		}
-		col = nnView[T](&Tensor{Data: c.Workspace[:es*need]})
+		col = viewAs[T](&Tensor{Data: c.Workspace[:es*need]})
 	}
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {
@@ -137,7 +134,7 @@ func convRun[T nnElem](c *Ctx, p *convPlan) error {
 
 // addChannelBias adds bias[ch] to every element of channel ch of an
 // (n, m, vol) tensor.
-func addChannelBias[T nnElem](y, bias []T, n, m, vol int) {
+func addChannelBias[T elemFloat](y, bias []T, n, m, vol int) {
 	Parallel(n*m, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b := bias[i%m]
@@ -153,7 +150,7 @@ func addChannelBias[T nnElem](y, bias []T, n, m, vol int) {
 // g.in) into col, row r at col[(r-r0)·outVol:]: row (c, kd, kh, kw)
 // holds, for every output position, the input element that kernel tap
 // meets there (zero in the padding).
-func im2col[T nnElem](g *nnGeom, x []T, r0, r1 int, col []T) {
+func im2col[T elemFloat](g *nnGeom, x []T, r0, r1 int, col []T) {
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
@@ -196,7 +193,7 @@ func im2col[T nnElem](g *nnGeom, x []T, r0, r1 int, col []T) {
 // convDirect computes a convolution with one input channel per group
 // (depthwise, possibly with a channel multiplier) by direct loops,
 // parallel over (image, output channel).
-func convDirect[T nnElem](p *convPlan, x, w, bias, y []T) {
+func convDirect[T elemFloat](p *convPlan, x, w, bias, y []T) {
 	g := &p.g
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]

@@ -135,17 +135,14 @@ func runConvTranspose(c *Ctx, bound nnScratchCap) error {
 	if err != nil {
 		return err
 	}
-	if nnDouble(c) {
-		return convTransposeRun[float64](c, p)
-	}
-	return convTransposeRun[float32](c, p)
+	return nnFloat(c).convTranspose(c, p)
 }
 
-func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
-	x, w, y := nnView[T](c.In[0]), nnView[T](c.In[1]), nnView[T](c.Out[0])
+func (floatK[T]) convTranspose(c *Ctx, p *convTPlan) error {
+	x, w, y := viewAs[T](c.In[0]), viewAs[T](c.In[1]), viewAs[T](c.Out[0])
 	var bias []T
 	if len(c.In) > 2 && c.In[2] != nil {
-		bias = nnView[T](c.In[2])
+		bias = viewAs[T](c.In[2])
 	}
 	if len(y) == 0 {
 		return nil
@@ -160,7 +157,7 @@ func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
 		if len(c.Workspace) < es*need {
 			return c.Errorf("workspace has %d bytes, ConvTranspose needs %d", len(c.Workspace), es*need)
 		}
-		col = nnView[T](&Tensor{Data: c.Workspace[:es*need]})
+		col = viewAs[T](&Tensor{Data: c.Workspace[:es*need]})
 	}
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {
@@ -198,7 +195,7 @@ func convTransposeRun[T nnElem](c *Ctx, p *convTPlan) error {
 // (c, kd, kh, kw), column (id, ih, iw) goes to output (id·s - pb + kd·d,
 // ...). A channel is zeroed first in the block that holds its first row
 // and column 0: the first block to reach it when the blocks go in order.
-func col2im[T nnElem](g *nnGeom, col []T, r0, r1, p0, p1 int, y []T) {
+func col2im[T elemFloat](g *nnGeom, col []T, r0, r1, p0, p1 int, y []T) {
 	kVol, outVol := g.kVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	IH, IW := g.in[1], g.in[2]

@@ -18,13 +18,10 @@ func init() {
 // unidirectionally) to (M, N). C is expanded into Y first and the
 // product accumulated onto it with BLAS's beta.
 func runGemm(c *Ctx) error {
-	if nnDouble(c) {
-		return gemmRun[float64](c)
-	}
-	return gemmRun[float32](c)
+	return nnFloat(c).gemm(c)
 }
 
-func gemmRun[T nnElem](c *Ctx) error {
+func (floatK[T]) gemm(c *Ctx) error {
 	as, bs := c.In[0].Shape, c.In[1].Shape
 	if len(as) != 2 || len(bs) != 2 {
 		return c.Errorf("needs 2-D A and B, got %v and %v", as, bs)
@@ -39,18 +36,18 @@ func gemmRun[T nnElem](c *Ctx) error {
 	if tB {
 		n = int(bs[0])
 	}
-	y := nnView[T](c.Out[0])
+	y := viewAs[T](c.Out[0])
 	if len(y) != m*n {
 		return c.Errorf("output has %d elements, want %d×%d", len(y), m, n)
 	}
 	var cb T
 	if len(c.In) > 2 && c.In[2] != nil && beta != 0 {
-		if err := nnBroadcastTo(y, ir.Shape{int64(m), int64(n)}, nnView[T](c.In[2]), c.In[2].Shape); err != nil {
+		if err := nnBroadcastTo(y, ir.Shape{int64(m), int64(n)}, viewAs[T](c.In[2]), c.In[2].Shape); err != nil {
 			return c.Errorf("input 2 (C): %v", err)
 		}
 		cb = T(beta)
 	}
-	nnGemm(tA, tB, m, n, k, T(alpha), nnView[T](c.In[0]), int(as[1]), nnView[T](c.In[1]), int(bs[1]), cb, y, n)
+	nnGemm(tA, tB, m, n, k, T(alpha), viewAs[T](c.In[0]), int(as[1]), viewAs[T](c.In[1]), int(bs[1]), cb, y, n)
 	return nil
 }
 
@@ -128,15 +125,12 @@ func runMatMul(c *Ctx) error {
 	if err != nil {
 		return c.Errorf("%v", err)
 	}
-	if nnDouble(c) {
-		matMul(p, nnView[float64](c.In[0]), nnView[float64](c.In[1]), nnView[float64](c.Out[0]))
-	} else {
-		matMul(p, nnView[float32](c.In[0]), nnView[float32](c.In[1]), nnView[float32](c.Out[0]))
-	}
+	nnFloat(c).matMul(p, c.In[0], c.In[1], c.Out[0])
 	return nil
 }
 
-func matMul[T nnElem](p *matmulPlan, a, b, y []T) {
+func (floatK[T]) matMul(p *matmulPlan, at, bt, yt *Tensor) {
+	a, b, y := viewAs[T](at), viewAs[T](bt), viewAs[T](yt)
 	if len(y) == 0 {
 		return
 	}

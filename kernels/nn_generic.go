@@ -9,10 +9,11 @@ import (
 	"github.com/tsplit/tsplit/ir"
 )
 
-// Element types of the nn kernels. Every nn kernel is written once,
-// generic over nnElem, and instantiated for float32 (the training and
-// inference type) and float64 (the gradient checks of package autodiff
-// run whole graphs in float64). The instantiations do not share code:
+// Element types of the nn kernels. Every nn kernel is written once, as
+// a method of floatK[T] (misc_elem.go) picked by nnFloat, and
+// instantiated for float32 (the training and inference type) and
+// float64 (the gradient checks of package autodiff run whole graphs in
+// float64). The instantiations do not share code:
 // float32 and float64 have different GC shapes, so each loop compiles to
 // the same machine code a hand-written float32 (or float64) loop would.
 //
@@ -21,26 +22,20 @@ import (
 // openblas build tag), unchanged; float64 through gonum's pure-Go Dgemm
 // in both builds (a reference path: correct, not tuned).
 
-// nnElem is the element type of the nn kernels.
-type nnElem interface{ float32 | float64 }
-
 // nnIs32 reports whether T is float32.
-func nnIs32[T nnElem]() bool {
+func nnIs32[T elemFloat]() bool {
 	var z T
 	return unsafe.Sizeof(z) == 4
 }
 
 // nnAs reinterprets a []T as a []U; callers use it only where U is T
 // (after nnIs32), to pass a generic slice to a typed routine.
-func nnAs[U, T nnElem](s []T) []U {
+func nnAs[U, T elemFloat](s []T) []U {
 	if len(s) == 0 {
 		return nil
 	}
 	return unsafe.Slice((*U)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
-
-// nnView views a tensor's bytes as []T (nil for an absent tensor).
-func nnView[T nnElem](t *Tensor) []T { return viewAs[T](t) }
 
 // nnESize is the byte width of op's element type (input 0): 8 for
 // float64, else 4. Workspace sizes scale with it.
@@ -54,9 +49,32 @@ func nnESize(op *ir.Op) int64 {
 // nnDouble reports whether the kernel call runs in float64.
 func nnDouble(c *Ctx) bool { return len(c.In) > 0 && c.In[0] != nil && c.In[0].DType == ir.Double }
 
+// nnFloat is the typed nn kernels of the call: float64 when input 0 is,
+// float32 otherwise (nnGuard has checked the types).
+func nnFloat(c *Ctx) floatKernels {
+	if nnDouble(c) {
+		return floatOf(ir.Double)
+	}
+	return floatOf(ir.Float)
+}
+
+// nnFloatKernels are the typed bodies of the nn_* files' kernels.
+type nnFloatKernels interface {
+	conv(c *Ctx, p *convPlan) error
+	convTranspose(c *Ctx, p *convTPlan) error
+	gemm(c *Ctx) error
+	matMul(p *matmulPlan, a, b, y *Tensor)
+	batchNorm(c *Ctx) error
+	layerNorm(c *Ctx) error
+	maxPool(c *Ctx) error
+	averagePool(c *Ctx) error
+	globalPool(c *Ctx, isMax bool)
+	softmax(x, y *Tensor, outer, n, inner int, log bool)
+}
+
 // nnGemm computes C = alpha·op(A)·op(B) + beta·C on row-major matrices
 // (op(A) m×k, op(B) k×n), split over Threads for float32 (sgemmPar).
-func nnGemm[T nnElem](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+func nnGemm[T elemFloat](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if nnIs32[T]() {
 		sgemmPar(transA, transB, m, n, k, float32(alpha), nnAs[float32](a), lda, nnAs[float32](b), ldb, float32(beta), nnAs[float32](c), ldc)
 		return
@@ -66,7 +84,7 @@ func nnGemm[T nnElem](transA, transB bool, m, n, k int, alpha T, a []T, lda int,
 
 // nnGemmBatch computes count independent products; at(i) gives the
 // operands of product i (see sgemmBatch).
-func nnGemmBatch[T nnElem](count int, transA, transB bool, m, n, k int, alpha, beta T,
+func nnGemmBatch[T elemFloat](count int, transA, transB bool, m, n, k int, alpha, beta T,
 	at func(i int) (a []T, lda int, b []T, ldb int, c []T, ldc int)) {
 	if nnIs32[T]() {
 		sgemmBatch(count, transA, transB, m, n, k, float32(alpha), float32(beta),

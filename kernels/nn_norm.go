@@ -47,27 +47,24 @@ func batchNormTraining(op *ir.Op) bool {
 // convention; the ONNX text only says "saved variance"), the inverse
 // standard deviation 1/sqrt(batch_var + epsilon).
 func runBatchNorm(c *Ctx) error {
-	if nnDouble(c) {
-		return batchNormRun[float64](c)
-	}
-	return batchNormRun[float32](c)
+	return nnFloat(c).batchNorm(c)
 }
 
-func batchNormRun[T nnElem](c *Ctx) error {
+func (floatK[T]) batchNorm(c *Ctx) error {
 	xs := c.In[0].Shape
 	if len(xs) < 2 {
 		return c.Errorf("input has rank %d, needs (N, C, ...)", len(xs))
 	}
 	n, ch := int(xs[0]), int(xs[1])
 	vol := nnVol(xs[2:])
-	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
-	scale, bias, mean, vr := nnView[T](c.In[1]), nnView[T](c.In[2]), nnView[T](c.In[3]), nnView[T](c.In[4])
+	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
+	scale, bias, mean, vr := viewAs[T](c.In[1]), viewAs[T](c.In[2]), viewAs[T](c.In[3]), viewAs[T](c.In[4])
 	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
 	momentum := float64(c.Op.AttrFloat("momentum", 0.9))
 	training := batchNormTraining(c.Op)
 	out := func(i int) []T {
 		if i < len(c.Out) && c.Out[i] != nil {
-			return nnView[T](c.Out[i])
+			return viewAs[T](c.Out[i])
 		}
 		return nil
 	}
@@ -159,33 +156,30 @@ func layerNormWorkspace(op *ir.Op) int64 {
 // (biased variance). Mean and InvStdDev, when present, get the row
 // statistics in the stash_type (float or double).
 func runLayerNorm(c *Ctx) error {
-	if nnDouble(c) {
-		return layerNormRun[float64](c)
-	}
-	return layerNormRun[float32](c)
+	return nnFloat(c).layerNorm(c)
 }
 
-func layerNormRun[T nnElem](c *Ctx) error {
+func (floatK[T]) layerNorm(c *Ctx) error {
 	outer, inner, norm, err := layerNormDims(c.Op)
 	if err != nil {
 		return err
 	}
 	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
-	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
+	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
 	ws := c.Workspace
 	es := int(nnESize(c.Op))
 	param := func(i int) ([]T, error) {
 		if i >= len(c.In) || c.In[i] == nil {
 			return nil, nil
 		}
-		p := nnView[T](c.In[i])
+		p := viewAs[T](c.In[i])
 		if len(p) == inner {
 			return p, nil
 		}
 		if len(ws) < es*inner {
 			return nil, c.Errorf("workspace too small to broadcast input %d", i)
 		}
-		dst := nnView[T](&Tensor{Data: ws[:es*inner]})
+		dst := viewAs[T](&Tensor{Data: ws[:es*inner]})
 		ws = ws[es*inner:]
 		if err := nnBroadcastTo(dst, norm, p, c.In[i].Shape); err != nil {
 			return nil, c.Errorf("input %d: %v", i, err)
@@ -255,7 +249,7 @@ func layerNormRun[T nnElem](c *Ctx) error {
 
 // nnBroadcastTo fills dst (shape to) with src (shape from) broadcast
 // numpy-style (right-aligned; dimensions of 1 repeat).
-func nnBroadcastTo[T nnElem](dst []T, to ir.Shape, src []T, from ir.Shape) error {
+func nnBroadcastTo[T elemFloat](dst []T, to ir.Shape, src []T, from ir.Shape) error {
 	if len(from) > len(to) {
 		return fmt.Errorf("shape %v does not broadcast to %v", from, to)
 	}

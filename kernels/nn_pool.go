@@ -64,18 +64,15 @@ func (g *nnGeom) tapTable() *poolTaps {
 // padding never does. A NaN in the window makes the result NaN (as in
 // PyTorch; ONNX Runtime skips NaNs).
 func runMaxPool(c *Ctx) error {
-	if nnDouble(c) {
-		return maxPoolRun[float64](c)
-	}
-	return maxPoolRun[float32](c)
+	return nnFloat(c).maxPool(c)
 }
 
-func maxPoolRun[T nnElem](c *Ctx) error {
+func (floatK[T]) maxPool(c *Ctx) error {
 	g, planes, err := poolGeom(c.Op)
 	if err != nil {
 		return err
 	}
-	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
+	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
 	var idx []int64
 	if len(c.Out) > 1 && c.Out[1] != nil {
 		idx = c.Out[1].I64()
@@ -159,19 +156,16 @@ func maxPoolRun[T nnElem](c *Ctx) error {
 // ceil_mode a window running past the end padding is clipped to it (as
 // ONNX Runtime and PyTorch do).
 func runAveragePool(c *Ctx) error {
-	if nnDouble(c) {
-		return averagePoolRun[float64](c)
-	}
-	return averagePoolRun[float32](c)
+	return nnFloat(c).averagePool(c)
 }
 
-func averagePoolRun[T nnElem](c *Ctx) error {
+func (floatK[T]) averagePool(c *Ctx) error {
 	g, planes, err := poolGeom(c.Op)
 	if err != nil {
 		return err
 	}
 	includePad := c.Op.AttrInt("count_include_pad", 0) == 1
-	x, y := nnView[T](c.In[0]), nnView[T](c.Out[0])
+	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
 	inVol, outVol := g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	IH, IW := g.in[1], g.in[2]
@@ -249,17 +243,14 @@ func runGlobalAveragePool(c *Ctx) error { return runGlobalPool(c, false) }
 func runGlobalMaxPool(c *Ctx) error { return runGlobalPool(c, true) }
 
 func runGlobalPool(c *Ctx, isMax bool) error {
-	if nnDouble(c) {
-		globalPool(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), c, isMax)
-	} else {
-		globalPool(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), c, isMax)
-	}
+	nnFloat(c).globalPool(c, isMax)
 	return nil
 }
 
 // globalPool reduces every (n, c) plane to its mean (accumulated in
 // float64) or its maximum.
-func globalPool[T nnElem](x, y []T, c *Ctx, isMax bool) {
+func (floatK[T]) globalPool(c *Ctx, isMax bool) {
+	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
 	planes, vol := globalPoolDims(c)
 	Parallel(planes, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {

@@ -48,16 +48,13 @@ func runSoftmax(c *Ctx, log bool) error {
 	if err != nil {
 		return c.Errorf("%v", err)
 	}
-	if nnDouble(c) {
-		softmax(nnView[float64](c.In[0]), nnView[float64](c.Out[0]), outer, n, inner, log)
-	} else {
-		softmax(nnView[float32](c.In[0]), nnView[float32](c.Out[0]), outer, n, inner, log)
-	}
+	nnFloat(c).softmax(c.In[0], c.Out[0], outer, n, inner, log)
 	return nil
 }
 
 // softmax normalises x, viewed as (outer, n, inner), along n into y.
-func softmax[T nnElem](x, y []T, outer, n, inner int, log bool) {
+func (floatK[T]) softmax(xt, yt *Tensor, outer, n, inner int, log bool) {
+	x, y := viewAs[T](xt), viewAs[T](yt)
 	if n == 0 {
 		return
 	}

@@ -20,7 +20,7 @@ import (
 // tensor's RMS, not only the element, because float32 accumulation of a
 // long sum errs in proportion to the sum's terms, not to its (possibly
 // cancelling) value.
-func nnClose[T nnElem](t testing.TB, what string, got []T, want []float64, tol float64) {
+func nnClose[T elemFloat](t testing.TB, what string, got []T, want []float64, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))

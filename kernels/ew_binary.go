@@ -289,39 +289,17 @@ func ewScalar[T elemNum](op int, x, y T) T {
 // ewRem is Mod: for integers, the remainder takes the divisor's sign
 // (fmod=0) or the dividend's (fmod=1); floats always use C fmod.
 func ewRem[T elemNum](op int, x, y T) T {
-	switch any(x).(type) {
-	case float32, float64:
+	if isFloat[T]() {
 		return T(math.Mod(float64(x), float64(y)))
 	}
-	r := ewIntRem(x, y)
+	// x % y, which Go does not define on a type parameter that admits
+	// floats: integer division truncates, and x == (x/y)*y + x%y holds
+	// for every x and y != 0, even with overflow (MinInt/-1).
+	r := x - (x/y)*y
 	if op == ewMod && r != 0 && (r < 0) != (y < 0) {
 		r += y
 	}
 	return r
-}
-
-// ewIntRem is x % y for an integer T. (The % operator is not defined on
-// a type parameter that admits floats.)
-func ewIntRem[T elemNum](x, y T) T {
-	switch xv := any(x).(type) {
-	case int64:
-		return T(xv % int64(y))
-	case int32:
-		return T(xv % int32(y))
-	case int16:
-		return T(xv % int16(y))
-	case int8:
-		return T(xv % int8(y))
-	case uint8:
-		return T(xv % uint8(y))
-	case uint16:
-		return T(xv % uint16(y))
-	case uint32:
-		return T(xv % uint32(y))
-	case uint64:
-		return T(xv % uint64(y))
-	}
-	return 0
 }
 
 // ewPowRun: Y = A^B. The exponent may have another numeric type than

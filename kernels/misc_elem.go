@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -145,32 +146,24 @@ func floatOf(dt ir.DType) floatKernels {
 	return nil
 }
 
-// elemLimits is the lowest and highest value of T (infinities for floats).
+// isFloat reports whether T is a floating-point type (1/2 is 0 only in
+// integer division).
+func isFloat[T elemNum]() bool {
+	var one T = 1
+	return one/2 != 0
+}
+
+// elemLimits is the lowest and highest value of T (infinities for
+// floats).
 func elemLimits[T elemNum]() (lo, hi T) {
-	// Conversions go through variables: a constant must fit every type
-	// of the constraint.
-	var l, h int64
-	switch any(lo).(type) {
-	case float32, float64:
+	if isFloat[T]() {
 		inf := math.Inf(1)
 		return T(-inf), T(inf)
-	case int64:
-		l, h = math.MinInt64, math.MaxInt64
-	case int32:
-		l, h = math.MinInt32, math.MaxInt32
-	case int16:
-		l, h = math.MinInt16, math.MaxInt16
-	case int8:
-		l, h = math.MinInt8, math.MaxInt8
-	case uint8:
-		h = math.MaxUint8
-	case uint16:
-		h = math.MaxUint16
-	case uint32:
-		h = math.MaxUint32
-	case uint64:
-		var u uint64 = math.MaxUint64
-		return 0, T(u)
 	}
-	return T(l), T(h)
+	var zero, one T = 0, 1
+	if zero-one > zero { // unsigned: 0 - 1 wraps to the highest value
+		return zero, zero - one
+	}
+	h := int64(1)<<(8*unsafe.Sizeof(zero)-1) - 1 // wraps for int64 too
+	return T(-h - 1), T(h)
 }

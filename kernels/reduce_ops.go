@@ -261,10 +261,7 @@ func (numK[T, A]) reduce(op int, p *redPlan, xt, yt *Tensor) {
 		switch op {
 		case redMean:
 			if count == 0 {
-				if _, ok := any(lo).(float32); ok {
-					return T(math.NaN())
-				}
-				if _, ok := any(lo).(float64); ok {
+				if isFloat[T]() {
 					return T(math.NaN())
 				}
 				return 0

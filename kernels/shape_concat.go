@@ -63,40 +63,22 @@ func shConcatAxis(c *Ctx, shape ir.Shape, def *int64) (int, error) {
 	return axisIndex(c, "attribute axis", v, len(shape))
 }
 
-func shConcatRun(c *Ctx) error {
-	y := c.Out[0]
-	axis, err := shConcatAxis(c, y.Shape, nil)
-	if err != nil {
-		return err
-	}
-	outer, block, err := shBlocks(c, y, c.In, axis)
-	if err != nil {
-		return err
-	}
-	row := 0
-	for _, b := range block {
-		row += b
-	}
-	parRange(outer, row/8, func(o0, o1 int) {
-		for o := o0; o < o1; o++ {
-			at := o * row
-			for k, b := range block {
-				copy(y.Data[at:at+b], c.In[k].Data[o*b:(o+1)*b])
-				at += b
-			}
-		}
-	})
-	return nil
-}
+func shConcatRun(c *Ctx) error { return shBlockCopy(c, c.Out[0], c.In, nil, false) }
 
 func shSplitRun(c *Ctx) error {
-	x := c.In[0]
 	zero := int64(0)
-	axis, err := shConcatAxis(c, x.Shape, &zero)
+	return shBlockCopy(c, c.In[0], c.Out, &zero, true)
+}
+
+// shBlockCopy copies, for each index of the dimensions before the axis,
+// whole's row to the parts' blocks (split) or the blocks into it;
+// defAxis is the axis when the attribute is absent (nil: required).
+func shBlockCopy(c *Ctx, whole *Tensor, parts []*Tensor, defAxis *int64, split bool) error {
+	axis, err := shConcatAxis(c, whole.Shape, defAxis)
 	if err != nil {
 		return err
 	}
-	outer, block, err := shBlocks(c, x, c.Out, axis)
+	outer, block, err := shBlocks(c, whole, parts, axis)
 	if err != nil {
 		return err
 	}
@@ -108,7 +90,12 @@ func shSplitRun(c *Ctx) error {
 		for o := o0; o < o1; o++ {
 			at := o * row
 			for k, b := range block {
-				copy(c.Out[k].Data[o*b:(o+1)*b], x.Data[at:at+b])
+				w, p := whole.Data[at:at+b], parts[k].Data[o*b:(o+1)*b]
+				if split {
+					copy(p, w)
+				} else {
+					copy(w, p)
+				}
 				at += b
 			}
 		}

@@ -208,17 +208,7 @@ func (floatK[T]) layerNorm(c *Ctx) error {
 	Parallel(outer, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row, dst := x[r*inner:(r+1)*inner], y[r*inner:(r+1)*inner]
-			var s float64
-			for _, e := range row {
-				s += float64(e)
-			}
-			m := s / float64(inner)
-			var ss float64
-			for _, e := range row {
-				d := float64(e) - m
-				ss += d * d
-			}
-			inv := 1 / math.Sqrt(ss/float64(inner)+eps)
+			m, inv := meanInvStd(row, eps)
 			switch {
 			case mean32 != nil:
 				mean32[r] = float32(m)
@@ -245,6 +235,24 @@ func (floatK[T]) layerNorm(c *Ctx) error {
 		}
 	})
 	return nil
+}
+
+// meanInvStd is the mean of v and 1/sqrt(variance + eps), with the
+// biased (population) variance, both computed in float64 (the
+// statistics of LayerNormalization's rows and InstanceNormalization's
+// planes).
+func meanInvStd[T elemFloat](v []T, eps float64) (mean, inv float64) {
+	var s float64
+	for _, e := range v {
+		s += float64(e)
+	}
+	mean = s / float64(len(v))
+	var ss float64
+	for _, e := range v {
+		d := float64(e) - mean
+		ss += d * d
+	}
+	return mean, 1 / math.Sqrt(ss/float64(len(v))+eps)
 }
 
 // nnBroadcastTo fills dst (shape to) with src (shape from) broadcast

@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"math"
-
-	"github.com/tsplit/tsplit/ir"
-)
+import "github.com/tsplit/tsplit/ir"
 
 // InstanceNormalization: for every (n, c) plane of X (N, C, D1, ...),
 // Y = scale[c] * (X - mean) / sqrt(var + epsilon) + B[c], with the mean
@@ -52,17 +48,7 @@ func (floatK[T]) instNorm(yt, xt, st, bt *Tensor, ch, sz int, eps float64) {
 	parRange(planes, sz, func(p0, p1 int) {
 		for p := p0; p < p1; p++ {
 			xs, ys := x[p*sz:(p+1)*sz], y[p*sz:(p+1)*sz]
-			var sum float64
-			for _, v := range xs {
-				sum += float64(v)
-			}
-			mean := sum / float64(sz)
-			var sq float64
-			for _, v := range xs {
-				d := float64(v) - mean
-				sq += d * d
-			}
-			inv := 1 / math.Sqrt(sq/float64(sz)+eps)
+			mean, inv := meanInvStd(xs, eps)
 			a := float64(scale[p%ch]) * inv
 			b := float64(bias[p%ch]) - mean*a
 			for i, v := range xs {

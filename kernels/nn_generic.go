@@ -66,8 +66,8 @@ type nnFloatKernels interface {
 	matMul(p *matmulPlan, a, b, y *Tensor)
 	batchNorm(c *Ctx) error
 	layerNorm(c *Ctx) error
-	maxPool(c *Ctx) error
-	averagePool(c *Ctx) error
+	maxPool(c *Ctx, g nnGeom, planes int) error
+	averagePool(c *Ctx, g nnGeom, planes int) error
 	globalPool(c *Ctx, isMax bool)
 	softmax(x, y *Tensor, outer, n, inner int, log bool)
 }

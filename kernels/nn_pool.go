@@ -63,15 +63,18 @@ func (g *nnGeom) tapTable() *poolTaps {
 // equal maxima the first in scan order wins, as in ONNX Runtime, and
 // padding never does. A NaN in the window makes the result NaN (as in
 // PyTorch; ONNX Runtime skips NaNs).
-func runMaxPool(c *Ctx) error {
-	return nnFloat(c).maxPool(c)
-}
+func runMaxPool(c *Ctx) error { return runPool(c, nnFloatKernels.maxPool) }
 
-func (floatK[T]) maxPool(c *Ctx) error {
+// runPool runs a windowed pooling body on the op's geometry.
+func runPool(c *Ctx, body func(k nnFloatKernels, c *Ctx, g nnGeom, planes int) error) error {
 	g, planes, err := poolGeom(c.Op)
 	if err != nil {
 		return err
 	}
+	return body(nnFloat(c), c, g, planes)
+}
+
+func (floatK[T]) maxPool(c *Ctx, g nnGeom, planes int) error {
 	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
 	var idx []int64
 	if len(c.Out) > 1 && c.Out[1] != nil {
@@ -155,15 +158,9 @@ func (floatK[T]) maxPool(c *Ctx) error {
 // count_include_pad=1 by the taps inside the padded input: under
 // ceil_mode a window running past the end padding is clipped to it (as
 // ONNX Runtime and PyTorch do).
-func runAveragePool(c *Ctx) error {
-	return nnFloat(c).averagePool(c)
-}
+func runAveragePool(c *Ctx) error { return runPool(c, nnFloatKernels.averagePool) }
 
-func (floatK[T]) averagePool(c *Ctx) error {
-	g, planes, err := poolGeom(c.Op)
-	if err != nil {
-		return err
-	}
+func (floatK[T]) averagePool(c *Ctx, g nnGeom, planes int) error {
 	includePad := c.Op.AttrInt("count_include_pad", 0) == 1
 	x, y := viewAs[T](c.In[0]), viewAs[T](c.Out[0])
 	inVol, outVol := g.inVol(), g.outVol()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -18,36 +17,16 @@ type Tensor struct {
 }
 
 // F32 views the data as float32s (no copy).
-func (t *Tensor) F32() []float32 {
-	if len(t.Data) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&t.Data[0])), len(t.Data)/4)
-}
+func (t *Tensor) F32() []float32 { return viewAs[float32](t) }
 
 // F64 views the data as float64s.
-func (t *Tensor) F64() []float64 {
-	if len(t.Data) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(unsafe.Pointer(&t.Data[0])), len(t.Data)/8)
-}
+func (t *Tensor) F64() []float64 { return viewAs[float64](t) }
 
 // I64 views the data as int64s.
-func (t *Tensor) I64() []int64 {
-	if len(t.Data) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&t.Data[0])), len(t.Data)/8)
-}
+func (t *Tensor) I64() []int64 { return viewAs[int64](t) }
 
 // I32 views the data as int32s.
-func (t *Tensor) I32() []int32 {
-	if len(t.Data) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(&t.Data[0])), len(t.Data)/4)
-}
+func (t *Tensor) I32() []int32 { return viewAs[int32](t) }
 
 // Len is the element count.
 func (t *Tensor) Len() int {

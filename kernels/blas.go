@@ -1,12 +1,20 @@
 package kernels
 
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
 // BLAS: every matrix product of the kernels (Conv, ConvTranspose, Gemm,
 // MatMul) goes through one internal routine,
 //
 //	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 //
 // computing C = alpha·op(A)·op(B) + beta·C on row-major float32
-// matrices (op(A) is m×k, op(B) k×n, C m×n). Two implementations exist:
+// matrices (op(A) is m×k, op(B) k×n, C m×n). It checks the operands and
+// does the degenerate products itself (gemmDone, shared with the float64
+// dgemm, which is gonum's in every build), then calls blasSgemm, of
+// which two implementations exist:
 //
 //   - blas_gonum.go (default build): gonum's pure-Go BLAS
 //     (gonum.org/v1/gonum/blas/gonum), no cgo needed;
@@ -31,6 +39,50 @@ package kernels
 // does not, and when it does the Go scheduler multiplexes the
 // goroutines on the same GOMAXPROCS threads.
 
+// sgemm computes C = alpha·op(A)·op(B) + beta·C on row-major float32
+// matrices with the BLAS compiled in (blasSgemm), on the calling
+// goroutine.
+func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if gemmDone(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
+	blasSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+var gonumDgemm gonum.Implementation
+
+// dgemm is the float64 product: gonum's Dgemm (which splits large
+// products over goroutines by itself) in both builds.
+func dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if gemmDone(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
+	gonumDgemm.Dgemm(gonumTrans(transA), gonumTrans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemmDone checks the operands of a product and does the products BLAS
+// is not called for: nothing for an empty C, C = beta·C when k = 0 or
+// alpha = 0. It reports whether the product is done.
+func gemmDone[T elemFloat](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) bool {
+	if m == 0 || n == 0 {
+		return true
+	}
+	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return true
+	}
+	return false
+}
+
+// gonumTrans is gonum's name for a transposed or plain operand.
+func gonumTrans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
 // parBlock is the granularity, in columns or rows, of sgemmPar's split:
 // a multiple of the SIMD micro-kernel widths of both libraries.
 const parBlock = 64
@@ -49,10 +101,7 @@ func sgemmPar(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if n >= m || n >= t*parBlock {
 		// Split the columns.
-		chunks := min(t, (n+parBlock-1)/parBlock)
-		per := (n + chunks - 1) / chunks
-		per = (per + 15) &^ 15
-		chunks = (n + per - 1) / per
+		chunks, per := parSplit(n, parBlock, t)
 		Parallel(chunks, func(lo, hi int) {
 			for ch := lo; ch < hi; ch++ {
 				j0 := ch * per
@@ -67,10 +116,7 @@ func sgemmPar(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 		return
 	}
 	// Split the rows.
-	chunks := min(t, (m+15)/16)
-	per := (m + chunks - 1) / chunks
-	per = (per + 15) &^ 15
-	chunks = (m + per - 1) / per
+	chunks, per := parSplit(m, 16, t)
 	Parallel(chunks, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			i0 := ch * per
@@ -82,6 +128,15 @@ func sgemmPar(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 			sgemm(transA, transB, h, n, k, alpha, a[ao:], lda, b, ldb, beta, c[i0*ldc:], ldc)
 		}
 	})
+}
+
+// parSplit cuts n columns or rows into at most t chunks of at least
+// unit (each but the last a multiple of 16): the chunk count and size.
+func parSplit(n, unit, t int) (chunks, per int) {
+	chunks = min(t, (n+unit-1)/unit)
+	per = (n + chunks - 1) / chunks
+	per = (per + 15) &^ 15
+	return (n + per - 1) / per, per
 }
 
 // sgemmBatch computes count independent products: for each i in
@@ -108,7 +163,7 @@ func sgemmBatch(count int, transA, transB bool, m, n, k int, alpha, beta float32
 // checkGemm panics with a clear message when the slices are too short
 // for the given dimensions (the cgo path would otherwise read or write
 // out of bounds).
-func checkGemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+func checkGemm[T elemFloat](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -117,15 +172,15 @@ func checkGemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float
 	if transB {
 		br, bc = n, k
 	}
-	need := func(name string, s []float32, rows, cols, ld int) {
+	need := func(name string, s []T, rows, cols, ld int) {
 		if rows == 0 || cols == 0 {
 			return
 		}
 		if ld < max(1, cols) {
-			panic("kernels: sgemm: bad leading dimension for " + name)
+			panic("kernels: gemm: bad leading dimension for " + name)
 		}
 		if len(s) < (rows-1)*ld+cols {
-			panic("kernels: sgemm: slice " + name + " too short")
+			panic("kernels: gemm: slice " + name + " too short")
 		}
 	}
 	need("A", a, ar, ac, lda)
@@ -134,7 +189,7 @@ func checkGemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float
 }
 
 // scaleC sets C = beta·C on an m×n matrix (the k = 0 product).
-func scaleC(m, n int, beta float32, c []float32, ldc int) {
+func scaleC[T elemFloat](m, n int, beta T, c []T, ldc int) {
 	for i := 0; i < m; i++ {
 		row := c[i*ldc : i*ldc+n]
 		if beta == 0 {

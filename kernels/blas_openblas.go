@@ -17,17 +17,10 @@ func init() {
 	C.openblas_set_num_threads(1)
 }
 
-// sgemm computes C = alpha·op(A)·op(B) + beta·C (row-major) with
-// OpenBLAS's cblas_sgemm, on the calling thread (see init).
-func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
-	if k == 0 || alpha == 0 {
-		scaleC(m, n, beta, c, ldc)
-		return
-	}
+// blasSgemm computes C = alpha·op(A)·op(B) + beta·C (row-major) with
+// OpenBLAS's cblas_sgemm, on the calling thread (see init); sgemm has
+// checked the operands.
+func blasSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	ta, tb := uint32(C.CblasNoTrans), uint32(C.CblasNoTrans)
 	if transA {
 		ta = C.CblasTrans

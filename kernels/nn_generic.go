@@ -3,9 +3,6 @@ package kernels
 import (
 	"unsafe"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -100,38 +97,6 @@ func nnGemmBatch[T elemFloat](count int, transA, transB bool, m, n, k int, alpha
 			dgemm(transA, transB, m, n, k, float64(alpha), nnAs[float64](a), lda, nnAs[float64](b), ldb, float64(beta), nnAs[float64](c), ldc)
 		}
 	})
-}
-
-var gonumDgemm gonum.Implementation
-
-// dgemm is the float64 product: gonum's Dgemm (which splits large
-// products over goroutines by itself), with the degenerate shapes
-// (empty, k = 0, alpha = 0) handled here as sgemm does.
-func dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || alpha == 0 {
-		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(row)
-				continue
-			}
-			for j := range row {
-				row[j] *= beta
-			}
-		}
-		return
-	}
-	ta, tb := blas.NoTrans, blas.NoTrans
-	if transA {
-		ta = blas.Trans
-	}
-	if transB {
-		tb = blas.Trans
-	}
-	gonumDgemm.Dgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // Scratch bound of the column-matrix kernels (Conv's im2col,

@@ -20,8 +20,9 @@ import (
 //	floatK[T]   float32 and float64
 //	wordK[T]    data moved as raw elements of 1, 2, 4 or 8 bytes
 //
-// numOf, floatOf and wordOf hold the only switches from a DType (or an
-// element width) to an instantiation, and return it as an interface
+// numOf, floatOf and wordOf are the switches from a DType (or an element
+// width) to an instantiation (Cast, which needs a second type parameter,
+// lists its destination types itself); they return it as an interface
 // listing the typed bodies each kernel file declares (ewNumKernels in
 // ew_binary.go, and so on). A kernel makes one interface call per run;
 // the loops inside are instantiated per type (float32 and float64 have
@@ -30,7 +31,7 @@ import (
 
 // elemNum is every element type the arithmetic kernels instantiate for.
 type elemNum interface {
-	~float32 | ~float64 | ~int64 | ~int32 | ~int16 | ~int8 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+	float32 | float64 | int64 | int32 | int16 | int8 | uint8 | uint16 | uint32 | uint64
 }
 
 // elemFloat is the floating-point subset: the element types of the nn
@@ -102,7 +103,7 @@ type wordK[T elemWord] struct{}
 
 // wordKernels is wordK's method set, gathered from the kernel files.
 type wordKernels interface {
-	move(w *ndWalk, dst, src *Tensor, base []int)
+	miscWordKernels
 	ewWordKernels
 	shWordKernels
 }

@@ -364,6 +364,11 @@ func moveWalk(w *ndWalk, dst, src *Tensor, es int, base []int) {
 	moveBytes(w, dst.Data, src.Data, es, base)
 }
 
+// miscWordKernels are the typed bodies of the helpers' data moves.
+type miscWordKernels interface {
+	move(w *ndWalk, dst, src *Tensor, base []int)
+}
+
 func (wordK[T]) move(w *ndWalk, dt, st *Tensor, base []int) {
 	dst, src := viewAs[T](dt), viewAs[T](st)
 	sd, ss := w.inner(0), w.inner(1)

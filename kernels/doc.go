@@ -7,6 +7,10 @@
 // pool, including their scratch space (Workspace), so the memory the
 // runtime measures is the memory the planner models.
 //
+// Kernel bodies are written once, generic over their element type, as
+// methods of the small generic types of misc_elem.go; numOf, floatOf
+// and wordOf there pick the instantiation for a tensor's type.
+//
 // Matrix products go through BLAS (see blas.go for which one and why).
 // Kernels split work over GOMAXPROCS goroutines with Parallel.
 package kernels

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/csv"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
@@ -249,7 +251,7 @@ func TestSmallPlansRun(t *testing.T) {
 				}
 				t.Run(m.Name+"/"+pol+"/"+c.what, func(t *testing.T) {
 					t.Parallel()
-					runSmallPlan(t, runs, c.batch, c.width, c.at, budget, func() (*passes.State, error) {
+					runSmallPlan(t, runs, c.batch, c.width, c.at, budget, func() (*tsplit.Result, error) {
 						g, _, err := Build(m, c.batch, c.width, true, r.Config.Optimizer)
 						if err != nil {
 							return nil, err
@@ -264,15 +266,14 @@ func TestSmallPlansRun(t *testing.T) {
 		if sb := r.SubBatched[i]; sb.Max >= 1 {
 			t.Run(m.Name+"/modnn-subbatched/max-batch", func(t *testing.T) {
 				t.Parallel()
-				runSmallPlan(t, runs, sb.Max, 1, sb.At, budget, func() (*passes.State, error) {
+				runSmallPlan(t, runs, sb.Max, 1, sb.At, budget, func() (*tsplit.Result, error) {
 					g, _, err := Build(m, sb.Max, 1, true, r.Config.Optimizer)
 					if err != nil {
 						return nil, err
 					}
-					mb := passes.ModnnBuild{Forward: BuildForward(m, 1, true), Train: compiler.TrainOptions{Optimizer: r.Config.Optimizer},
-						MaxSubBatches: r.Config.MaxSubBatches, MaxOps: r.Config.MaxSubBatchOps}
-					s, _, err := planModnn(g, mb, &passes.Options{Budget: budget, Profile: r.Profile, Policy: "modnn"})
-					return s, err
+					return tsplit.Plan(context.Background(), g, tsplit.Options{Budget: budget, Profile: r.Profile, Policy: "modnn",
+						Forward: BuildForward(m, 1, true), Train: compiler.TrainOptions{Optimizer: r.Config.Optimizer},
+						MaxSubBatches: r.Config.MaxSubBatches, MaxSubBatchOps: r.Config.MaxSubBatchOps})
 				})
 			})
 		}
@@ -341,7 +342,7 @@ func (rs *smallPlanRuns) run(t *testing.T, g *ir.Model, opts executor.Options, b
 // runSmallPlan plans a step again as the benchmark did (plan rebuilds
 // the model at (batch, width) and plans it) and runs the planned step on
 // a CPU device capped at the budget.
-func runSmallPlan(t *testing.T, runs *smallPlanRuns, batch, width int64, at *Probe, budget int64, plan func() (*passes.State, error)) {
+func runSmallPlan(t *testing.T, runs *smallPlanRuns, batch, width int64, at *Probe, budget int64, plan func() (*tsplit.Result, error)) {
 	s, err := plan()
 	if err != nil {
 		t.Fatalf("batch %d, k %d: the benchmark planned it, now: %v", batch, width, err)

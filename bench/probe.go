@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/passes"
@@ -144,7 +146,7 @@ func Build(m Model, batch, width int64, small bool, optimizer string) (*ir.Model
 	if err != nil {
 		return nil, nil, err
 	}
-	ti, err := compiler.BuildTrainingStep(g, compiler.TrainOptions{Optimizer: optimizer})
+	ti, err := tsplit.Train(context.Background(), g, compiler.TrainOptions{Optimizer: optimizer})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s at batch %d, width ×%d: training step: %w", m.Name, batch, width, err)
 	}
@@ -153,7 +155,7 @@ func Build(m Model, batch, width int64, small bool, optimizer string) (*ir.Model
 
 // BuildForward returns the builder of benchmark model m's forward graph
 // at parameter scale k, with its weights as graph inputs, as Build uses
-// it (and passes.ModnnStep, to rebuild a step as sub-batches).
+// it (and moDNN's sub-batching, to rebuild a step as sub-batches).
 func BuildForward(m Model, width int64, small bool) compiler.ForwardBuilder {
 	return func(batch int64) (*ir.Model, error) {
 		zc := zoo.Config{}
@@ -178,38 +180,11 @@ func BuildForward(m Model, width int64, small bool) compiler.ForwardBuilder {
 	}
 }
 
-// Plan runs the whole planning pipeline on a training step. A policy
-// that panics is reported as a planning error, like one that fails.
-func Plan(g *ir.Model, prof *profile.Profile, policy string) (*passes.State, error) {
-	return PlanWith(g, &passes.Options{Budget: prof.Budget(), Profile: prof, Policy: policy})
-}
-
-// panicError is a policy's panic, which fails a probe like an error.
-type panicError struct{ msg string }
-
-func (e panicError) Error() string { return e.msg }
-
-// planModnn is passes.PlanModnn, a panic reported as a panicError.
-func planModnn(g *ir.Model, mb passes.ModnnBuild, opts *passes.Options) (s *passes.State, res *passes.ModnnResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = panicError{fmt.Sprintf("policy modnn panicked: %v", r)}
-		}
-	}()
-	return passes.PlanModnn(g, mb, opts)
-}
-
-// PlanWith is Plan with every planning option.
-func PlanWith(g *ir.Model, opts *passes.Options) (s *passes.State, err error) {
-	s = passes.NewState(g, opts)
-	policy := opts.Policy
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("policy %s panicked: %v", policy, r)
-		}
-	}()
-	err = s.Run(passes.Pipeline...)
-	return s, err
+// Plan plans a training step into the profile's budget with a policy
+// (tsplit.Plan). A policy that panics is reported as a planning error
+// (*tsplit.PanicError), like one that fails.
+func Plan(g *ir.Model, prof *profile.Profile, policy string) (*tsplit.Result, error) {
+	return tsplit.Plan(context.Background(), g, tsplit.Options{Profile: prof, Policy: policy})
 }
 
 func (pr *prober) plan(m Model, k probeKey) (*Probe, error) {
@@ -219,30 +194,30 @@ func (pr *prober) plan(m Model, k probeKey) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &passes.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: policy, NoRecompute: k.swapOnly}
-	var s *passes.State
-	var res *passes.ModnnResult
+	opts := tsplit.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: policy, NoRecompute: k.swapOnly}
 	if k.subBatched {
-		mb := passes.ModnnBuild{Forward: BuildForward(m, width, pr.cfg.Small), Train: compiler.TrainOptions{Optimizer: pr.cfg.Optimizer}, MaxSubBatches: pr.cfg.MaxSubBatches, MaxOps: pr.cfg.MaxSubBatchOps}
-		s, res, err = planModnn(g, mb, opts)
-		var pe panicError
-		if res == nil && !errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s at batch %d: %w", m.Name, batch, err)
-		}
-	} else {
-		s, err = PlanWith(g, opts)
+		// Given the forward builder, modnn rebuilds the step as
+		// sub-batches (moDNN's sub-batching).
+		opts.Forward, opts.Train = BuildForward(m, width, pr.cfg.Small), compiler.TrainOptions{Optimizer: pr.cfg.Optimizer}
+		opts.MaxSubBatches, opts.MaxSubBatchOps = pr.cfg.MaxSubBatches, pr.cfg.MaxSubBatchOps
 	}
-	if s != nil && s.Report != nil {
-		r := s.Report
-		p.BasePeak, p.Peak, p.Pool, p.HostPeak = r.BasePeak, r.Peak, r.Pool, r.HostPeak
-		p.BaseTime, p.Time = r.BaseTime, r.Time
-		p.Swapped, p.Recomputed, p.Split = r.Swapped, r.Recomputed, r.Split
+	res, err := tsplit.Plan(context.Background(), g, opts)
+	var pe *tsplit.PanicError
+	if k.subBatched && (res == nil || res.SubBatching == nil) && !errors.As(err, &pe) {
+		// Eq. 1–3 could not be computed: the model, not the budget.
+		return nil, fmt.Errorf("%s at batch %d: %w", m.Name, batch, err)
 	}
-	if res != nil {
-		p.BaseTime = res.BaseTime // the plain step's, not the sub-batched one's
-		p.SubBatchEq3, p.SubBatch, p.SubBatches = res.SubBatch, batch, 1
-		if len(res.SubBatches) > 0 {
-			p.SubBatch, p.SubBatches = res.SubBatches[0], len(res.SubBatches)
+	if res != nil && res.Report != nil {
+		p.BasePeak, p.Peak, p.Pool, p.HostPeak = res.BasePeak, res.Peak, res.Pool, res.HostPeak
+		p.BaseTime, p.Time = res.BaseStep, res.Step
+		p.Swapped, p.Recomputed, p.Split = res.Swapped, res.Recomputed, res.Split
+	}
+	if res != nil && res.SubBatching != nil {
+		sb := res.SubBatching
+		p.BaseTime = sb.BaseStep // the plain step's, not the sub-batched one's
+		p.SubBatchEq3, p.SubBatch, p.SubBatches = sb.Eq3, batch, 1
+		if len(sb.Sizes) > 0 {
+			p.SubBatch, p.SubBatches = sb.Sizes[0], len(sb.Sizes)
 		}
 		var lim *passes.SubBatchLimitError
 		if errors.As(err, &lim) {

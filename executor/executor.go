@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -119,10 +120,18 @@ func (e *AllocError) Error() string {
 // missing inputs are an error. A weight may be given too: it replaces
 // the initializer's data (training state fed back between steps).
 func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
+	return x.RunContext(context.Background(), inputs)
+}
+
+// RunContext is Run that stops between ops once ctx is done: no op
+// starts after that, the ops already running finish, and the step
+// fails with the context's error (the weights kept on the device stay
+// valid for the next run).
+func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*Result, error) {
 	g := x.Model.Graph
 	mem := x.Mem
 	t0 := time.Now()
-	compute, d2h, h2d, hostS := newStream(Compute, t0), newStream(D2H, t0), newStream(H2D, t0), newStream(Host, t0)
+	compute, d2h, h2d, hostS := newStream(ctx, Compute, t0), newStream(ctx, D2H, t0), newStream(ctx, H2D, t0), newStream(ctx, Host, t0)
 	streams := []*stream{compute, d2h, h2d, hostS}
 	defer func() {
 		for _, s := range streams {
@@ -252,6 +261,9 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 	var firstErr error
 	waitAll := func(evs []*event) {
 		for _, e := range evs {
+			if e == nil {
+				continue // an op not issued: the loop stopped early
+			}
 			if err := e.wait(); err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -279,6 +291,10 @@ func (x *Executor) Run(inputs map[string][]byte) (*Result, error) {
 	}
 
 	for i, op := range order {
+		if err := ctx.Err(); err != nil {
+			firstErr = err
+			break
+		}
 		for ; k < len(ev) && ev[k].Pos == i && !ev[k].Free; k++ {
 			if err := alloc(ev[k].Interval, op.Describe()); err != nil {
 				for _, e := range opDone[:i] {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -34,10 +35,13 @@ type stream struct {
 	tasks chan *task
 	wg    sync.WaitGroup
 	t0    time.Time
+	// ctx stops the stream: a task that has not started when it is done
+	// fails with its error instead of running.
+	ctx context.Context
 }
 
-func newStream(name string, t0 time.Time) *stream {
-	s := &stream{name: name, tasks: make(chan *task, 1024), t0: t0}
+func newStream(ctx context.Context, name string, t0 time.Time) *stream {
+	s := &stream{name: name, tasks: make(chan *task, 1024), t0: t0, ctx: ctx}
 	s.wg.Add(1)
 	go s.loop()
 	return s
@@ -51,6 +55,9 @@ func (s *stream) loop() {
 			if e := d.wait(); e != nil && err == nil {
 				err = errSkipped{e}
 			}
+		}
+		if err == nil {
+			err = s.ctx.Err()
 		}
 		if err == nil {
 			*t.start = time.Since(s.t0)

@@ -1,6 +1,10 @@
 package passes
 
-import "github.com/tsplit/tsplit/profile"
+import (
+	"context"
+
+	"github.com/tsplit/tsplit/profile"
+)
 
 // Options configure the planning pipeline.
 type Options struct {
@@ -16,4 +20,22 @@ type Options struct {
 	// n_tensors, lb, ub, ctrld_strategy, fuse_swapins). A policy rejects
 	// names it does not know.
 	PolicyParams map[string]string
+	// Context, when set, is checked before every pass and every planning
+	// round, so a caller can stop a long plan: once it is done, planning
+	// returns its error (context.Canceled or DeadlineExceeded).
+	Context context.Context
+	// OnRound, when set, is called at the start of every planning round
+	// with the round (0 first), the peak of the graph it plans (the
+	// unplanned step's in round 0) and the budget it aims at, for
+	// progress reports. tsplit's swap/recompute-only alternative plan
+	// (see PlanMemory) reports its rounds too, from round 0 again.
+	OnRound func(round int, peak, target int64)
+}
+
+// interrupted is the context's error once it is done, else nil.
+func (o *Options) interrupted() error {
+	if o == nil || o.Context == nil {
+		return nil
+	}
+	return o.Context.Err()
 }

@@ -90,6 +90,9 @@ func (s *State) run(p *Pass) error {
 			}
 		}
 	}
+	if err := s.Opts.interrupted(); err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
 	start := time.Now()
 	res, err := p.Run(s)
 	s.Timings = append(s.Timings, Timing{p.Name, time.Since(start)})

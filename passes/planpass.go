@@ -199,6 +199,12 @@ func planRounds(s *State) (any, error) {
 		baseBound() // before the graph changes
 	}
 	for round := 0; ; round++ {
+		if err := s.Opts.interrupted(); err != nil {
+			return nil, err
+		}
+		if s.Opts.OnRound != nil {
+			s.Opts.OnRound(round, mem.Peak, target)
+		}
 		if mem.Peak <= target {
 			l := mem.MakeLayout()
 			if l.Pool <= budget {

@@ -31,8 +31,9 @@ func newBenchCmd() *cobra.Command {
 		Long: "bench finds, by exponential then binary search with the whole planning pipeline per probe, the largest\n" +
 			"batch (Table IV) and parameter scale at batch 16 (Table V) each memory policy plans into the device budget,\n" +
 			"the simulated throughput of every policy over a range of batches (Fig. 12) and the largest batch at no less\n" +
-			"than x% of the unconstrained throughput (Fig. 14a). It writes Markdown and CSV tables, PNG and SVG plots and a\n" +
-			"README into DIR. Results are deterministic: -j changes the wall time only.\n\n" +
+			"than x% of the unconstrained throughput (Fig. 14a). It prints a summary; with -o DIR it also writes Markdown and\n" +
+			"CSV tables, PNG and SVG plots and a README into DIR (`make benchmarks` writes docs/benchmarks). Results are\n" +
+			"deterministic: -j changes the wall time only.\n\n" +
 			"Models: " + strings.Join(bench.DefaultModels(), ", ") + " (the default), or any zoo family.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,12 +67,16 @@ func newBenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			files, err := bench.Write(out, res)
-			if err != nil {
-				return err
-			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%d plans in %v on %d workers; wrote %d files into %s\n", res.Probes, res.Elapsed.Round(time.Millisecond), res.Config.Jobs, len(files), out)
+			if out == "" {
+				fmt.Fprintf(w, "%d plans in %v on %d workers (no files written: -o DIR writes them)\n", res.Probes, res.Elapsed.Round(time.Millisecond), res.Config.Jobs)
+			} else {
+				files, err := bench.Write(out, res)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "%d plans in %v on %d workers; wrote %d files into %s\n", res.Probes, res.Elapsed.Round(time.Millisecond), res.Config.Jobs, len(files), out)
+			}
 			bench.Summary(w, res)
 			return nil
 		},
@@ -82,7 +87,7 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&policies, "policies", "", "comma-separated memory policies (default: every registered one: "+strings.Join(bench.OrderPolicies(passes.Policies()), ",")+")")
 	fl.IntVarP(&cfg.Jobs, "jobs", "j", runtime.GOMAXPROCS(0), "searches to run at once")
 	fl.BoolVar(&cfg.Small, "small", false, "CI-sized: the zoo's small configurations on the device with memory sizes / 1024")
-	fl.StringVarP(&out, "output", "o", "docs/benchmarks", "output folder")
+	fl.StringVarP(&out, "output", "o", "", "folder to write the tables, plots and README into (default: none, only the summary)")
 	fl.Int64Var(&cfg.MaxBatch, "max-batch", 65536, "cap of the batch searches")
 	fl.Int64Var(&cfg.MaxWidth, "max-width", 0, "cap of the parameter-scale searches (0: what the zoo builds)")
 	fl.Int64Var(&cfg.ParamBatch, "param-batch", 16, "batch of the parameter-scale table")

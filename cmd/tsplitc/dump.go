@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -19,7 +21,7 @@ func newDumpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := compiler.Import(args[0], opts)
+			m, err := tsplit.Load(context.Background(), args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -31,7 +33,7 @@ func newDumpCmd() *cobra.Command {
 			return ir.Dump(cmd.OutOrStdout(), m.Graph)
 		},
 	}
-	f.register(cmd)
+	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&verify, "check", false, "run ir.Verify on the imported graph")
 	return cmd
 }

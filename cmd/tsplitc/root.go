@@ -2,123 +2,102 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/passes"
-	"github.com/tsplit/tsplit/profile"
 )
 
+// The root command keeps the two forms the README documents as
+// shortcuts: `tsplitc MODEL -o planned.onnx` is `tsplitc plan` and
+// `tsplitc --run MODEL` is `tsplitc run`. It takes the flags of both;
+// its --memory is the budget, or with --run the device pool (run's
+// --pool).
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "tsplitc",
-		Short:         "tsplit: train networks larger than GPU memory",
-		Long:          "tsplitc reads an ONNX model, builds its training step and rewrites it to fit a device memory budget.\n\n" + policyHelp(),
+		Use:   "tsplitc [MODEL --batch N --memory SIZE -o PLANNED.onnx | --run MODEL]",
+		Short: "tsplit: train networks larger than GPU memory",
+		Long: "tsplitc reads an ONNX model, builds its training step and rewrites it to fit a device memory budget.\n\n" +
+			"Shortcuts: `tsplitc MODEL -o PLANNED.onnx …` is `tsplitc plan`; `tsplitc --run MODEL …` is `tsplitc run`\n" +
+			"(there --memory is the device pool, run's --pool).\n\n" + policyHelp(),
+		Version:       tsplit.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("tsplitc {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	var rf runFlags
-	var cf compileFlags
-	var runPath string
-	root.Use = "tsplitc [MODEL --batch N --memory SIZE --device NAME -o PLANNED.onnx]"
-	root.Flags().StringVarP(&cf.out, "output", "o", "", "write the planned training step here")
-	root.Flags().StringVar(&cf.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file")
-	root.Flags().BoolVar(&cf.check, "check", false, "run ir.Verify after every pass")
-	root.Flags().StringVar(&cf.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
-	root.Flags().StringArrayVar(&cf.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
-	root.Flags().StringArrayVarP(&cf.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
-	root.Flags().StringVar(&cf.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
-	root.Flags().StringVar(&runPath, "run", "", "execute MODEL on the bundled runtime (CPU reference device)")
-	root.Flags().IntVar(&rf.iters, "iters", 1, "iterations to run (with --run)")
-	root.Flags().StringVar(&rf.memory, "memory", "", "device memory budget, e.g. 11GiB (with --run: the pool size; default: what the model needs)")
-	root.Flags().StringVar(&rf.inputs, "inputs", "", "JSON tensor file with input data (default: seeded random data)")
-	root.Flags().Uint64Var(&rf.seed, "seed", 1, "seed of the random inputs")
-	root.Flags().BoolVar(&rf.quiet, "quiet", false, "no progress bar")
-	root.Flags().BoolVar(&rf.train, "train", false, "with --run: build the training step of a forward model and run training steps")
-	rf.tf.register(root)
-	rf.register(root)
+	var (
+		pf     planFlags
+		rf     runFlags
+		runArg runShortcut
+	)
+	pf.importFlags, pf.trainFlags, pf.outFlags = &importFlags{}, &trainFlags{}, &outFlags{}
+	rf.importFlags, rf.trainFlags, rf.outFlags = pf.importFlags, pf.trainFlags, pf.outFlags
+	fl := root.Flags()
+	pf.importFlags.register(fl)
+	pf.trainFlags.register(fl)
+	pf.outFlags.register(fl)
+	pf.register(fl)
+	rf.register(fl, false)
+	run := fl.VarPF(&runArg, "run", "", "run MODEL on the CPU reference device, as `tsplitc run MODEL` (--run=MODEL works too)")
+	run.NoOptDefVal = "true"
 	root.Args = func(cmd *cobra.Command, args []string) error {
-		if runPath != "" && len(args) > 0 {
-			return usageError{fmt.Errorf("--run takes the model as its value; unexpected arguments %v", args)}
+		if runArg.model != "" && len(args) > 0 {
+			return usageError{fmt.Errorf("--run=%s names the model; unexpected arguments %v", runArg.model, args)}
 		}
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, args []string) error {
-		if runPath != "" {
-			return runModel(cmd.OutOrStdout(), runPath, &rf)
+		if runArg.set {
+			if runArg.model != "" {
+				args = []string{runArg.model}
+			}
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("--run takes one model, got %d", len(args))}
+			}
+			rf.pool = pf.memory
+			return runModel(cmd, args[0], &rf)
 		}
 		if len(args) == 0 {
 			return cmd.Help()
 		}
 		if len(args) != 1 {
-			return usageError{fmt.Errorf("compile one model at a time, got %d", len(args))}
+			return usageError{fmt.Errorf("plan one model at a time, got %d", len(args))}
 		}
-		return compileModel(cmd.OutOrStdout(), args[0], &cf, &rf)
+		return planModel(cmd, args[0], &pf)
 	}
-	root.AddCommand(newInspectCmd(), newZooCmd(), newDumpCmd(), newTrainCmd(), newBenchCmd())
+	runCmd := newRunCmd()
+	root.AddCommand(newPlanCmd(), runCmd, newTrainCmd(), newInspectCmd(), newDumpCmd(), newZooCmd(), newBenchCmd(), newProfileCmd())
+	// `tsplitc --run --help` is run's help.
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if cmd == root && runArg.set {
+			cmd = runCmd
+		}
+		help(cmd, args)
+	})
 	return root
 }
 
-// importFlags are the flags every command that reads a model takes.
-type importFlags struct {
-	batch int64
-	dims  []string
+// runShortcut is the root's --run: a switch (`--run MODEL`, the model a
+// positional argument, so `--run --help` asks for help) that also takes
+// the model as its value (`--run=MODEL`).
+type runShortcut struct {
+	set   bool
+	model string
 }
 
-func (f *importFlags) register(cmd *cobra.Command) {
-	cmd.Flags().Int64Var(&f.batch, "batch", 1, "batch size bound to the leading symbolic dimension of the inputs")
-	cmd.Flags().StringArrayVar(&f.dims, "dim", nil, "bind another symbolic dimension, NAME=N (repeatable)")
-}
+func (r *runShortcut) String() string { return r.model }
+func (r *runShortcut) Type() string   { return "bool" }
 
-func (f *importFlags) options() (compiler.Options, error) {
-	if f.batch <= 0 {
-		return compiler.Options{}, usageError{fmt.Errorf("--batch must be positive, got %d", f.batch)}
+func (r *runShortcut) Set(s string) error {
+	r.set = true
+	if s != "true" {
+		r.model = s
 	}
-	opts := compiler.Options{Batch: f.batch, Dims: map[string]int64{}}
-	for _, d := range f.dims {
-		name, val, ok := strings.Cut(d, "=")
-		n, err := strconv.ParseInt(val, 10, 64)
-		if !ok || name == "" || err != nil || n < 0 {
-			return opts, usageError{fmt.Errorf("--dim %q: want NAME=N with N >= 0", d)}
-		}
-		opts.Dims[name] = n
-	}
-	return opts, nil
-}
-
-func (f *importFlags) load(path string) (*compiler.Summary, error) {
-	opts, err := f.options()
-	if err != nil {
-		return nil, err
-	}
-	m, err := compiler.Import(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return compiler.Summarize(m), nil
-}
-
-func newInspectCmd() *cobra.Command {
-	var f importFlags
-	cmd := &cobra.Command{
-		Use:   "inspect MODEL",
-		Short: "summarize a model: opsets, op histogram, parameters, activation bytes, largest tensors",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.load(args[0])
-			if err != nil {
-				return err
-			}
-			s.Print(cmd.OutOrStdout())
-			return nil
-		},
-	}
-	f.register(cmd)
-	return cmd
+	return nil
 }
 
 func exactArgs(n int) cobra.PositionalArgs {
@@ -128,4 +107,23 @@ func exactArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// policyHelp lists every policy and the parameters it declares, for
+// `tsplitc --help` and `tsplitc plan --help`.
+func policyHelp() string {
+	var b strings.Builder
+	b.WriteString("Memory policies (--policy) and their parameters (--policy-param NAME=VALUE):\n")
+	for _, p := range passes.Policies() {
+		specs := passes.PolicyParamSpecs(p)
+		if len(specs) == 0 {
+			fmt.Fprintf(&b, "  %s (no parameters)\n", p)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s\n", p)
+		for _, s := range specs {
+			fmt.Fprintf(&b, "      %-16s %s\n", s.Name, s.Doc)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

@@ -1,34 +1,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tsplit/tsplit/backend"
-	"github.com/tsplit/tsplit/compiler"
-	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit"
 )
 
-// trainFlags select the loss and optimizer of a training step.
-type trainFlags struct {
-	opts compiler.TrainOptions
-}
-
-func (f *trainFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.opts.Loss, "loss", "auto", "loss: auto, cross-entropy, mse or none (auto: cross-entropy on [N,C] or [N,T,V] logits, none on a scalar)")
-	fl.StringVar(&f.opts.Optimizer, "optimizer", "sgd", "optimizer: sgd, momentum, adam or none (none: the step outputs gradients)")
-	fl.Float64Var(&f.opts.LR, "lr", 0, "learning rate (default 0.01 for sgd/momentum, 0.001 for adam)")
-	fl.Float64Var(&f.opts.Momentum, "momentum", 0, "momentum (default 0.9)")
-	fl.Float64Var(&f.opts.WeightDecay, "weight-decay", 0, "L2 weight decay")
-	fl.BoolVar(&f.opts.KeepGrads, "keep-grads", false, "also output every parameter gradient")
-}
-
 func newTrainCmd() *cobra.Command {
-	var f importFlags
-	var tf trainFlags
-	var out string
+	var (
+		f   importFlags
+		tf  trainFlags
+		of  outFlags
+		out string
+	)
 	cmd := &cobra.Command{
 		Use:   "train MODEL -o TRAIN.onnx",
 		Short: "write the unplanned training step (loss, backward, optimizer update) of a forward model",
@@ -37,37 +24,33 @@ func newTrainCmd() *cobra.Command {
 			if out == "" {
 				return usageError{fmt.Errorf("train needs -o FILE")}
 			}
-			m, ti, err := loadTraining(&f, &tf, args[0])
+			opts, err := f.options()
 			if err != nil {
 				return err
 			}
-			if err := backend.WriteFile(m, out); err != nil {
+			opts.Train, opts.Output = tf.opts, out
+			m, ti, err := tsplit.TrainFile(context.Background(), args[0], opts)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d ops, loss %s (%s), optimizer %s, %d parameters\n",
+			w := cmd.OutOrStdout()
+			if of.json {
+				return writeJSON(w, struct {
+					Model  string `json:"model"`
+					Output string `json:"output"`
+					Ops    int    `json:"ops"`
+					*tsplit.TrainingInfo
+				}{args[0], out, len(m.Graph.Order()), ti})
+			}
+			fmt.Fprintf(w, "wrote %s: %d ops, loss %s (%s), optimizer %s, %d parameters\n",
 				out, len(m.Graph.Order()), ti.Loss, ti.LossKind, ti.Optimizer, len(ti.Params))
 			return nil
 		},
 	}
-	f.register(cmd)
-	tf.register(cmd)
+	fl := cmd.Flags()
+	f.register(fl)
+	tf.register(fl)
+	of.register(fl)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output ONNX file")
 	return cmd
-}
-
-// loadTraining imports a forward model and builds its training step.
-func loadTraining(f *importFlags, tf *trainFlags, path string) (*ir.Model, *compiler.TrainingInfo, error) {
-	opts, err := f.options()
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := compiler.Import(path, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	ti, err := compiler.BuildTrainingStep(m, tf.opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, ti, nil
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// planFlags are the flags of `tsplitc plan` (and of the root's shortcut).
+type planFlags struct {
+	*importFlags
+	*trainFlags
+	*outFlags
+	out    string
+	memory string // the budget
+	policy string
+	params []string // --policy-param NAME=VALUE[,NAME=VALUE…]
+	device string
+	check  bool
+	debug  []string
+	report string // --report FILE: .html, .svg or .json
+}
+
+func (f *planFlags) register(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.out, "output", "o", "", "write the planned training step here")
+	fl.StringVar(&f.memory, "memory", "", "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves)")
+	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file; see `tsplitc profile`")
+	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
+	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
+	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
+	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
+	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
+}
+
+func newPlanCmd() *cobra.Command {
+	f := planFlags{importFlags: &importFlags{}, trainFlags: &trainFlags{}, outFlags: &outFlags{}}
+	cmd := &cobra.Command{
+		Use:   "plan MODEL -o PLANNED.onnx [--batch N] [--memory SIZE] [--device NAME] [--policy P]",
+		Short: "plan a model's training step into a memory budget and write the planned ONNX model",
+		Long: "plan reads MODEL (a forward model, whose training step it builds, or a training step), plans the step into\n" +
+			"the budget with the memory policy and writes the planned model, which `tsplitc run` executes.\n" +
+			"`tsplitc MODEL -o PLANNED.onnx …` is the same command.\n\n" + policyHelp(),
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return planModel(cmd, args[0], &f) },
+	}
+	fl := cmd.Flags()
+	f.importFlags.register(fl)
+	f.trainFlags.register(fl)
+	f.outFlags.register(fl)
+	f.register(fl)
+	return cmd
+}
+
+// options checks the command line and returns the library's options.
+func (f *planFlags) options() (tsplit.Options, error) {
+	if f.out == "" {
+		return tsplit.Options{}, usageError{fmt.Errorf("planning needs -o FILE (or use --run, inspect, train)")}
+	}
+	if err := checkReportPath(f.report); err != nil {
+		return tsplit.Options{}, err
+	}
+	opts, err := f.importFlags.options()
+	if err != nil {
+		return opts, err
+	}
+	if f.memory != "" {
+		if opts.Budget, err = parseBytes("--memory", f.memory); err != nil {
+			return opts, err
+		}
+	}
+	if opts.PolicyParams, err = passes.ParsePolicyParams(f.params); err != nil {
+		return opts, usageError{fmt.Errorf("--policy-param: %w", err)}
+	}
+	for _, d := range f.debug {
+		k, v, _ := strings.Cut(d, "=")
+		if k != "dump-after" {
+			return opts, usageError{fmt.Errorf("-d %q: known debug flags: dump-after=PASS", d)}
+		}
+		opts.DumpAfter, opts.DumpTo = v, os.Stderr
+	}
+	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
+	return opts, nil
+}
+
+// planJSON is `plan --json`'s object: the library's result, the report
+// written and the whole command's time.
+type planJSON struct {
+	*tsplit.Result
+	Report string  `json:"report,omitempty"`
+	TotalS float64 `json:"total_s"`
+}
+
+// planModel plans a model into the budget, writes the planned model and
+// prints what the plan does.
+func planModel(cmd *cobra.Command, path string, f *planFlags) error {
+	start := time.Now()
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	var done func()
+	opts.Progress, done = progressBar(f.quiet)
+	res, err := tsplit.PlanFile(context.Background(), path, opts)
+	done()
+	if err != nil {
+		return err
+	}
+	if f.report != "" {
+		if err := writeReport(f.report, res.Report); err != nil {
+			return err
+		}
+	}
+	w := cmd.OutOrStdout()
+	total := time.Since(start)
+	if f.json {
+		return writeJSON(w, planJSON{Result: res, Report: f.report, TotalS: total.Seconds()})
+	}
+	fmt.Fprintf(w, "model         %s (%s, %d ops after planning)\n", path, describeDims(res.Dims), res.Ops)
+	fmt.Fprintf(w, "device        %s, policy %s%s\n", res.Device, res.Policy, describeParams(res.PolicyParams))
+	fmt.Fprintf(w, "base peak     %s\n", bytesStr(res.BasePeak))
+	fmt.Fprintf(w, "budget        %s\n", bytesStr(res.Budget))
+	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", bytesStr(res.Peak), bytesStr(res.Pool), bytesStr(res.HostPeak))
+	fmt.Fprintf(w, "tensors       %d swapped, %d recomputed, %d split\n", res.Swapped, res.Recomputed, res.Split)
+	if res.Kept != "" {
+		fmt.Fprintf(w, "kept          %s\n", res.Kept)
+	}
+	if sb := res.SubBatching; sb != nil && len(sb.Sizes) > 1 {
+		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated\n", len(sb.Sizes), sb.Sizes[0], sb.Eq3)
+	}
+	fmt.Fprintf(w, "step time     %.3f ms predicted, %.3f ms unconstrained (+%.1f%%)\n", res.Step*1e3, res.BaseStep*1e3, res.Overhead())
+	planning := time.Duration(res.PlanningSeconds * float64(time.Second))
+	fmt.Fprintf(w, "planning time %v (total %v)\n", planning.Round(time.Microsecond), total.Round(time.Millisecond))
+	fmt.Fprintf(w, "wrote         %s\n", res.Output)
+	if f.report != "" {
+		fmt.Fprintf(w, "report        %s\n", f.report)
+	}
+	return nil
+}
+
+// describeParams is " (lb=2, ub=8)" for the summary line, names sorted;
+// "" without parameters.
+func describeParams(params map[string]string) string {
+	if len(params) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		kv = append(kv, k+"="+params[k])
+	}
+	return " (" + strings.Join(kv, ", ") + ")"
+}

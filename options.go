@@ -1,0 +1,173 @@
+package tsplit
+
+import (
+	"io"
+	"maps"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// TrainOptions choose the loss and the optimizer of a training step.
+type TrainOptions = compiler.TrainOptions
+
+// TrainingInfo is what a training step records about itself: its loss,
+// optimizer, parameters and the outputs fed back as the next step's
+// inputs.
+type TrainingInfo = compiler.TrainingInfo
+
+// ForwardBuilder builds a model's forward graph at a batch, a fresh
+// model each call.
+type ForwardBuilder = compiler.ForwardBuilder
+
+// Options configure Load, Train and Plan. The zero value plans a model
+// at batch 1 into the titan-rtx profile's memory with the tsplit policy.
+type Options struct {
+	// Batch is bound to the leading symbolic (or unknown) dimension of
+	// the model's inputs (0: 1); Dims binds other symbolic dimensions by
+	// name.
+	Batch int64
+	Dims  map[string]int64
+
+	// Train chooses the loss and optimizer of the training step built
+	// for a forward model. A model that already is a training step is
+	// planned as it is.
+	Train TrainOptions
+
+	// Device names a built-in device profile (profile.Names) or a JSON
+	// profile file ("": titan-rtx); Profile, when set, is used instead.
+	Device  string
+	Profile *profile.Profile
+	// Budget is the device memory budget in bytes (0: the profile's
+	// memory less what it reserves).
+	Budget int64
+	// Policy is the memory policy (passes.Policies; "": tsplit) and
+	// PolicyParams its parameters by name, as text.
+	Policy       string
+	PolicyParams map[string]string
+	// NoSwap and NoRecompute restrict tsplit's planner to the other
+	// options.
+	NoSwap, NoRecompute bool
+
+	// Forward rebuilds the model's forward graph at another batch. With
+	// the modnn policy it turns on moDNN's sub-batching: the step is
+	// rebuilt as sub-batches with gradient accumulation where Eq. 3 says
+	// the whole batch does not fit. PlanFile sets it for a forward
+	// model; without it modnn plans the step as it is.
+	Forward ForwardBuilder
+	// MaxSubBatches and MaxSubBatchOps, when positive, bound the
+	// sub-batched step (it is unrolled, one copy per sub-batch): more is
+	// an InfeasibleError wrapping a *passes.SubBatchLimitError.
+	MaxSubBatches, MaxSubBatchOps int
+
+	// Check runs ir.Verify after every pass; DumpAfter names a pass
+	// after which the IR is written to DumpTo.
+	Check     bool
+	DumpAfter string
+	DumpTo    io.Writer
+
+	// Output, when set, is where Plan and Train write the resulting
+	// ONNX model (atomically).
+	Output string
+
+	// Progress, when set, is told how the work advances (from the
+	// calling goroutine).
+	Progress func(Progress)
+}
+
+// Stage is a step of the work Progress reports on.
+type Stage string
+
+// The stages, in the order they happen.
+const (
+	StageImport Stage = "import" // reading the ONNX file
+	StageTrain  Stage = "train"  // building the training step
+	StagePlan   Stage = "plan"   // planning rounds
+	StageWrite  Stage = "write"  // writing the output file
+	StageRun    Stage = "run"    // executing iterations
+)
+
+// Progress is one report of how far the work is.
+type Progress struct {
+	Stage Stage
+	// Round is the planning round (StagePlan) or the iteration
+	// (StageRun), 0 first.
+	Round int
+	// Fraction of the stage done, in [0, 1], never decreasing within a
+	// stage: for planning, how much of the way from the unplanned peak
+	// down to the budget the plan has come; 1 when the stage is over.
+	Fraction float64
+	// Peak is the memory peak of the graph being planned (StagePlan).
+	Peak int64
+	// Loss is the last iteration's loss of a training step (StageRun;
+	// NaN for a model that is not a training step).
+	Loss float64
+}
+
+// progress sends p to fn (when set), keeping Fraction monotone within
+// a stage.
+type progress struct {
+	fn    func(Progress)
+	stage Stage
+	frac  float64
+}
+
+func (p *progress) report(q Progress) {
+	if p == nil || p.fn == nil {
+		return
+	}
+	if q.Stage != p.stage {
+		p.stage, p.frac = q.Stage, 0
+	}
+	q.Fraction = max(min(q.Fraction, 1), p.frac)
+	p.frac = q.Fraction
+	p.fn(q)
+}
+
+// importOptions checks and returns the frontend's options.
+func importOptions(batch int64, dims map[string]int64) (compiler.Options, error) {
+	if batch < 0 {
+		return compiler.Options{}, usage("Batch", "must be positive, got %d", batch)
+	}
+	for name, n := range dims {
+		if name == "" || n < 0 {
+			return compiler.Options{}, usage("Dims", "%q=%d: want a name and a size >= 0", name, n)
+		}
+	}
+	return compiler.Options{Batch: batch, Dims: maps.Clone(dims)}, nil
+}
+
+// planOptions checks the planning options and returns the planner's,
+// before any model is read.
+func (o *Options) planOptions() (*passes.Options, error) {
+	prof := o.Profile
+	if prof == nil {
+		var err error
+		if prof, err = profile.Lookup(o.Device); err != nil {
+			return nil, &UsageError{Option: "Device", Err: err}
+		}
+	}
+	if o.Budget < 0 {
+		return nil, usage("Budget", "must not be negative, got %d", o.Budget)
+	}
+	budget := o.Budget
+	if budget == 0 {
+		budget = prof.Budget()
+	}
+	policy := o.Policy
+	if policy == "" {
+		policy = "tsplit"
+	}
+	if _, err := passes.LookupPolicy(o.Policy); err != nil {
+		return nil, &UsageError{Option: "Policy", Err: err}
+	}
+	if err := passes.CheckPolicyParams(o.Policy, o.PolicyParams); err != nil {
+		return nil, &UsageError{Option: "PolicyParams", Err: err}
+	}
+	if o.MaxSubBatches < 0 || o.MaxSubBatchOps < 0 {
+		return nil, usage("MaxSubBatches", "limits must not be negative")
+	}
+	return &passes.Options{Budget: budget, Profile: prof, Policy: policy, PolicyParams: o.PolicyParams,
+		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute}, nil
+}

@@ -1,0 +1,324 @@
+package tsplit
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
+)
+
+// Result is what planning did. Its JSON field names are the ones
+// `tsplitc plan --json` prints.
+type Result struct {
+	// Model is the planned training step (the model Plan was given,
+	// rewritten, or the sub-batched step built anew) and Report the
+	// planner's full report (decisions, memory timelines).
+	Model  *ir.Model        `json:"-"`
+	Report *passes.Report   `json:"-"`
+	File   string           `json:"model"`
+	Dims   map[string]int64 `json:"dims"`
+	Ops    int              `json:"ops"`
+	Device string           `json:"device"`
+	Policy string           `json:"policy"`
+	// PolicyParams are the policy's parameters as given.
+	PolicyParams map[string]string `json:"policy_params,omitempty"`
+	// Budget, the unplanned step's peak (BasePeak), the planned peak, the
+	// static layout's pool and the most bytes swapped out to the host at
+	// once, all in bytes.
+	Budget   int64 `json:"budget_bytes"`
+	BasePeak int64 `json:"base_peak_bytes"`
+	Peak     int64 `json:"peak_bytes"`
+	Pool     int64 `json:"pool_bytes"`
+	HostPeak int64 `json:"host_peak_bytes"`
+	// BaseStep and Step are the simulated step times in seconds of the
+	// planned step without a memory limit and as planned.
+	BaseStep float64 `json:"base_step_s"`
+	Step     float64 `json:"step_s"`
+	// Tensors swapped, recomputed and split, and planning rounds.
+	Swapped    int `json:"swapped"`
+	Recomputed int `json:"recomputed"`
+	Split      int `json:"split"`
+	Rounds     int `json:"rounds"`
+	// Kept says which of tsplit's two plans was kept when both were
+	// made ("" otherwise).
+	Kept string `json:"kept"`
+	// SubBatching is moDNN's sub-batching, when the modnn policy chose
+	// (nil otherwise).
+	SubBatching *SubBatching `json:"sub_batching,omitempty"`
+	// PlanningSeconds is the time planning took (not the import or the
+	// training step's construction).
+	PlanningSeconds float64 `json:"planning_s"`
+	// Output is the file written ("" when Options.Output was empty).
+	Output string `json:"output"`
+}
+
+// SubBatching is what moDNN's sub-batch selection decided.
+type SubBatching struct {
+	// Batch is the step's batch; Eq3 is Eq. 3's sub-batch size and
+	// Sizes the sub-batches the planned step runs (nil: the whole batch
+	// at once, when it fits).
+	Batch int64   `json:"batch"`
+	Eq3   int64   `json:"eq3_sub_batch"`
+	Sizes []int64 `json:"sizes,omitempty"`
+	// LowerBound is Eq. 2's least budget, in bytes.
+	LowerBound int64 `json:"lower_bound_bytes"`
+	// BaseStep is the plain step's simulated time (the whole batch,
+	// memory unlimited), what a sub-batched step compares with.
+	BaseStep float64 `json:"base_step_s"`
+}
+
+// Load reads an ONNX model, binding its symbolic dimensions with
+// opts.Batch and opts.Dims. Errors about the file are *InputError.
+func Load(ctx context.Context, path string, opts Options) (*ir.Model, error) {
+	iopts, err := importOptions(opts.Batch, opts.Dims)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, path, iopts, &progress{fn: opts.Progress})
+}
+
+// load is the one import of a file: the plain one, and the forward
+// builder sub-batching calls at other batches.
+func load(ctx context.Context, path string, iopts compiler.Options, pr *progress) (*ir.Model, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pr.report(Progress{Stage: StageImport})
+	m, err := compiler.Import(path, iopts)
+	if err != nil {
+		return nil, inputError(path, err)
+	}
+	pr.report(Progress{Stage: StageImport, Fraction: 1})
+	return m, nil
+}
+
+// forwardOf rebuilds the model in path at any batch.
+func forwardOf(ctx context.Context, path string, iopts compiler.Options) ForwardBuilder {
+	return func(batch int64) (*ir.Model, error) {
+		o := iopts
+		o.Batch = batch
+		return load(ctx, path, o, nil)
+	}
+}
+
+// Train builds the training step of a forward model in place: loss,
+// backward pass and optimizer update, in standard ONNX ops. A model that
+// already is a training step, or one it cannot differentiate, is an
+// *InputError.
+func Train(ctx context.Context, m *ir.Model, opts TrainOptions) (*TrainingInfo, error) {
+	return train(ctx, m, opts, nil)
+}
+
+func train(ctx context.Context, m *ir.Model, opts TrainOptions, pr *progress) (*TrainingInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pr.report(Progress{Stage: StageTrain})
+	ti, err := compiler.BuildTrainingStep(m, opts)
+	if err != nil {
+		return nil, inputError(m.Path, err)
+	}
+	pr.report(Progress{Stage: StageTrain, Fraction: 1})
+	return ti, nil
+}
+
+// TrainFile reads a forward model, builds its training step with
+// opts.Train and writes it to opts.Output when that is set.
+func TrainFile(ctx context.Context, path string, opts Options) (*ir.Model, *TrainingInfo, error) {
+	iopts, err := importOptions(opts.Batch, opts.Dims)
+	if err != nil {
+		return nil, nil, err
+	}
+	pr := &progress{fn: opts.Progress}
+	m, err := load(ctx, path, iopts, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	ti, err := train(ctx, m, opts.Train, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Output != "" {
+		if err := write(ctx, m, opts.Output, pr); err != nil {
+			return nil, nil, err
+		}
+	}
+	return m, ti, nil
+}
+
+// WriteModel writes a model as ONNX, atomically: the same model always
+// gives the same bytes.
+func WriteModel(m *ir.Model, path string) error { return backend.WriteFile(m, path) }
+
+func write(ctx context.Context, m *ir.Model, path string, pr *progress) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	pr.report(Progress{Stage: StageWrite})
+	if err := WriteModel(m, path); err != nil {
+		return err
+	}
+	pr.report(Progress{Stage: StageWrite, Fraction: 1})
+	return nil
+}
+
+// PlanFile reads an ONNX model and plans its training step (built with
+// opts.Train for a forward model) into the budget; see Plan. The error
+// of a model that cannot be read is an *InputError naming the file and
+// the node, checked after the options.
+func PlanFile(ctx context.Context, path string, opts Options) (*Result, error) {
+	iopts, err := importOptions(opts.Batch, opts.Dims)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := opts.planOptions(); err != nil {
+		return nil, err
+	}
+	pr := &progress{fn: opts.Progress}
+	m, err := load(ctx, path, iopts, pr)
+	if err != nil {
+		return nil, err
+	}
+	ti, err := compiler.ReadTrainingInfo(m)
+	if err != nil {
+		return nil, inputError(path, err)
+	}
+	if ti == nil && opts.Forward == nil {
+		// A forward model can be rebuilt at any batch, which moDNN's
+		// sub-batching does; a training step cannot.
+		opts.Forward = forwardOf(ctx, path, iopts)
+	}
+	return plan(ctx, m, opts, pr)
+}
+
+// Plan plans the training step of m into the budget with the policy:
+// it builds the step first when m is a forward model, then schedules
+// it, chooses what to swap, recompute and split, inserts that, and lays
+// every tensor out in one pool of at most the budget. m is rewritten in
+// place (Result.Model is the planned step). Errors: *UsageError for
+// bad options (before anything else), *InputError for a model that
+// cannot be trained, *InfeasibleError for a budget the policy cannot
+// fit, the context's error once ctx is done (checked between planning
+// passes and rounds). When planning itself fails the partial Result
+// (the unplanned step's peak and time) comes with the error.
+func Plan(ctx context.Context, m *ir.Model, opts Options) (*Result, error) {
+	return plan(ctx, m, opts, &progress{fn: opts.Progress})
+}
+
+func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result, error) {
+	popts, err := opts.planOptions()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ti, err := compiler.ReadTrainingInfo(m)
+	if err != nil {
+		return nil, inputError(m.Path, err)
+	}
+	if ti == nil {
+		if _, err := train(ctx, m, opts.Train, pr); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	s, sub, err := planModel(ctx, m, &opts, popts, pr)
+	res := result(s, sub, &opts)
+	if res != nil {
+		res.PlanningSeconds = time.Since(start).Seconds()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, withFile(m.Path, err)
+		}
+		return res, planError(m.Path, err, s, sub, popts.Budget)
+	}
+	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
+	if opts.Output != "" {
+		if err := write(ctx, res.Model, opts.Output, pr); err != nil {
+			return res, err
+		}
+		res.Output = opts.Output
+	}
+	return res, nil
+}
+
+// planModel is the one place this package calls the planner: the
+// planning pipeline on a training step, or moDNN's sub-batching around
+// it when the policy is modnn and the forward model can be rebuilt. It
+// returns the state of the last plan made (nil when none started) and
+// moDNN's choice (nil for other policies). A panic in the planner is a
+// *PanicError.
+func planModel(ctx context.Context, step *ir.Model, o *Options, popts *passes.Options, pr *progress) (s *passes.State, sub *passes.ModnnResult, err error) {
+	popts.Context = ctx
+	var base int64 = -1
+	popts.OnRound = func(round int, peak, target int64) {
+		if base < 0 {
+			base = peak
+		}
+		f := 0.0
+		if base > target {
+			f = float64(base-peak) / float64(base-target)
+		}
+		pr.report(Progress{Stage: StagePlan, Round: round, Fraction: min(f, 0.99), Peak: peak})
+	}
+	setup := func(st *passes.State) {
+		st.Check = o.Check
+		if o.DumpAfter != "" {
+			st.DumpAfter, st.DumpTo = o.DumpAfter, o.DumpTo
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Policy: popts.Policy, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	if popts.Policy == "modnn" && o.Forward != nil {
+		mb := passes.ModnnBuild{Forward: o.Forward, Train: o.Train, Setup: setup, MaxSubBatches: o.MaxSubBatches, MaxOps: o.MaxSubBatchOps}
+		return passes.PlanModnn(step, mb, popts)
+	}
+	s = passes.NewState(step, popts)
+	setup(s)
+	return s, nil, s.Run(passes.Pipeline...)
+}
+
+// result gathers what the planner reported (nil when no plan started).
+func result(s *passes.State, sub *passes.ModnnResult, o *Options) *Result {
+	res := &Result{PolicyParams: o.PolicyParams}
+	if sub != nil {
+		res.SubBatching = &SubBatching{Batch: sub.Batch, Eq3: sub.SubBatch, Sizes: sub.SubBatches, LowerBound: sub.LowerBound, BaseStep: sub.BaseTime}
+	}
+	if s == nil || s.Report == nil {
+		if sub == nil {
+			return nil
+		}
+		return res
+	}
+	r := s.Report
+	m := s.Model
+	sb := res.SubBatching
+	res = &Result{SubBatching: sb, Model: m, Report: r, File: m.Path, Dims: m.Dims, Ops: len(m.Graph.Order()), Device: r.Device,
+		Policy: r.Policy, PolicyParams: o.PolicyParams, Budget: r.Budget, BasePeak: r.BasePeak, Peak: r.Peak,
+		Pool: r.Pool, HostPeak: r.HostPeak, BaseStep: r.BaseTime, Step: r.Time, Swapped: r.Swapped,
+		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen}
+	return res
+}
+
+// Overhead is the planned step's added time over the unconstrained
+// step, in percent.
+func (r *Result) Overhead() float64 {
+	if r.BaseStep <= 0 {
+		return 0
+	}
+	return 100 * (r.Step/r.BaseStep - 1)
+}
+
+func (r *Result) String() string {
+	return fmt.Sprintf("%s into %d bytes: peak %d → %d, %d swapped, %d recomputed, %d split", r.Policy, r.Budget, r.BasePeak, r.Peak, r.Swapped, r.Recomputed, r.Split)
+}

@@ -1,0 +1,300 @@
+package tsplit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/executor/cpu"
+	"github.com/tsplit/tsplit/internal/tensorfile"
+	"github.com/tsplit/tsplit/ir"
+)
+
+// RunOptions configure Run and RunFile.
+type RunOptions struct {
+	// Batch and Dims bind the model's symbolic dimensions (RunFile), as
+	// in Options.
+	Batch int64
+	Dims  map[string]int64
+	// Train, when set, builds the training step of a forward model
+	// before it runs (nil: the model runs as it is).
+	Train *TrainOptions
+	// Iters is the number of steps (0: 1). The outputs of a training
+	// step fed back as inputs (updated weights and optimizer state)
+	// become the next step's inputs.
+	Iters int
+	// Pool is the capped CPU device's memory in bytes (0: what the model
+	// needs: a planned model's layout pool, else its memory model's
+	// need). An allocation past it fails the run.
+	Pool int64
+	// Inputs gives input data by name (raw little-endian bytes of the
+	// input's type and shape); InputsFile names a JSON tensor file read
+	// on top of them. Inputs given by neither get random data seeded
+	// with Seed.
+	Inputs     map[string][]byte
+	InputsFile string
+	Seed       uint64
+	// Progress, when set, is told after every iteration.
+	Progress func(Progress)
+}
+
+// RunResult is what running a model measured. Its JSON field names are
+// the ones `tsplitc run --json` prints.
+type RunResult struct {
+	File   string           `json:"model"`
+	Dims   map[string]int64 `json:"dims"`
+	Device string           `json:"device"`
+	// Pool is the device's memory; Need what the model needs (its
+	// layout's pool or its memory model's need); ModelPeak the memory
+	// model's peak and Peak the most device bytes the last iteration
+	// held at once, measured.
+	Pool      int64 `json:"pool_bytes"`
+	Need      int64 `json:"need_bytes"`
+	ModelPeak int64 `json:"model_peak_bytes"`
+	Peak      int64 `json:"peak_bytes"`
+	Iters     int   `json:"iters"`
+	// TimePerIter is the mean wall time of an iteration.
+	TimePerIter time.Duration `json:"-"`
+	// Training is the step's description for a training step (nil
+	// otherwise) and Losses its loss after every iteration.
+	Training *TrainingInfo `json:"-"`
+	Losses   []float64     `json:"-"`
+	// Outputs are the last iteration's graph outputs, by name.
+	Outputs []Output `json:"outputs"`
+}
+
+// Output is one graph output of a run.
+type Output struct {
+	Name  string   `json:"name"`
+	DType ir.DType `json:"-"`
+	Shape ir.Shape `json:"shape"`
+	// Data is the raw little-endian data.
+	Data []byte `json:"-"`
+}
+
+// Values are the output's first n elements as float64 (all when n < 0;
+// nil for a type without a plain numeric reading: strings, 4- and 8-bit
+// floats, packed 4-bit integers).
+func (o *Output) Values(n int) []float64 {
+	switch o.DType {
+	case ir.Float, ir.Double, ir.Float16, ir.BFloat16, ir.Bool, ir.Int8, ir.Uint8, ir.Int16, ir.Uint16,
+		ir.Int32, ir.Uint32, ir.Int64, ir.Uint64:
+	default:
+		return nil
+	}
+	size := o.DType.Bits() / 8
+	count := len(o.Data) / size
+	if n >= 0 && count > n {
+		count = n
+	}
+	t := &ir.Tensor{DType: o.DType, Shape: ir.Shape{int64(count)}, Raw: o.Data[:count*size]}
+	return t.Float64s()
+}
+
+// jsonNumbers are floats as JSON, with null for NaN and infinities
+// (which JSON cannot hold).
+func jsonNumbers(xs []float64) []*float64 {
+	out := make([]*float64, len(xs))
+	for i := range xs {
+		if !math.IsNaN(xs[i]) && !math.IsInf(xs[i], 0) {
+			out[i] = &xs[i]
+		}
+	}
+	return out
+}
+
+// MarshalJSON adds the loss, optimizer and losses of a training step,
+// the time per iteration in seconds and the first values of every
+// output.
+func (r *RunResult) MarshalJSON() ([]byte, error) {
+	type plain RunResult
+	type output struct {
+		Output
+		DType string     `json:"dtype"`
+		Head  []*float64 `json:"head"`
+	}
+	v := struct {
+		*plain
+		TimePerIter float64    `json:"time_per_iter_s"`
+		Loss        string     `json:"loss_kind,omitempty"`
+		Optimizer   string     `json:"optimizer,omitempty"`
+		Losses      []*float64 `json:"losses,omitempty"`
+		Outputs     []output   `json:"outputs"`
+	}{plain: (*plain)(r), TimePerIter: r.TimePerIter.Seconds(), Outputs: []output{}}
+	if r.Training != nil {
+		v.Loss, v.Optimizer, v.Losses = r.Training.LossKind, r.Training.Optimizer, jsonNumbers(r.Losses)
+	}
+	for _, o := range r.Outputs {
+		v.Outputs = append(v.Outputs, output{Output: o, DType: o.DType.String(), Head: jsonNumbers(o.Values(6))})
+	}
+	return json.Marshal(v)
+}
+
+// RunFile reads a model and runs it; see Run.
+func RunFile(ctx context.Context, path string, opts RunOptions) (*RunResult, error) {
+	iopts, err := importOptions(opts.Batch, opts.Dims)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	m, err := load(ctx, path, iopts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, m, opts)
+}
+
+func (o *RunOptions) check() error {
+	switch {
+	case o.Iters < 0:
+		return usage("Iters", "must be positive, got %d", o.Iters)
+	case o.Pool < 0:
+		return usage("Pool", "must not be negative, got %d", o.Pool)
+	}
+	return nil
+}
+
+// Run executes m on the CPU reference device: every kernel computed in
+// float32, the copy streams concurrent with the compute stream, every
+// allocation past the pool refused. A planned model runs in its static
+// layout, so the measured peak equals the plan's. It stops between ops
+// once ctx is done. Errors: *UsageError for bad options, *InputError
+// for a model the runtime cannot run (an unsupported op, missing or
+// mis-sized input data, a pool too small: the error names the op, the
+// tensor and the bytes), else the context's error.
+func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*RunResult, error) {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, withFile(m.Path, err)
+		}
+		return nil, inputError(m.Path, err)
+	}
+	if opts.Train != nil {
+		if _, err := train(ctx, m, *opts.Train, nil); err != nil {
+			return nil, err
+		}
+	}
+	ti, err := compiler.ReadTrainingInfo(m)
+	if err != nil {
+		return fail(err)
+	}
+	xopts, need, err := executor.PlannedOptions(m)
+	if err != nil {
+		return fail(err)
+	}
+	pool := opts.Pool
+	if pool == 0 {
+		pool = need
+	}
+	dev, err := cpu.New(pool)
+	if err != nil {
+		return fail(err)
+	}
+	x, err := executor.New(m, dev, xopts)
+	if err != nil {
+		return fail(err)
+	}
+	inputs, err := runInputs(m, &opts)
+	if err != nil {
+		return nil, err
+	}
+	iters := max(opts.Iters, 1)
+	res := &RunResult{File: m.Path, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: need, ModelPeak: x.Mem.Peak, Iters: iters, Training: ti}
+	var last *executor.Result
+	var total time.Duration
+	for it := range iters {
+		if last, err = x.RunContext(ctx, inputs); err != nil {
+			return fail(err)
+		}
+		total += last.Duration
+		loss := math.NaN()
+		if ti != nil {
+			// The updated weights and optimizer state are the next
+			// step's inputs.
+			for _, fb := range ti.Feedback {
+				inputs[fb[1]] = last.Outputs[fb[0]]
+			}
+			loss = scalar(m.Graph.Lookup(ti.Loss), last.Outputs[ti.Loss])
+			res.Losses = append(res.Losses, loss)
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Stage: StageRun, Round: it, Fraction: float64(it+1) / float64(iters), Loss: loss})
+		}
+	}
+	res.TimePerIter = total / time.Duration(iters)
+	res.Peak = last.HighWater
+	for _, v := range m.Graph.Outputs {
+		res.Outputs = append(res.Outputs, Output{Name: v.Name, DType: v.DType, Shape: v.Shape, Data: last.Outputs[v.Name]})
+	}
+	slices.SortFunc(res.Outputs, func(a, b Output) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return res, nil
+}
+
+// tensorTypes maps the tensor file's type names to IR element types.
+var tensorTypes = map[string]ir.DType{
+	"float32": ir.Float, "float64": ir.Double, "float16": ir.Float16, "int8": ir.Int8, "uint8": ir.Uint8,
+	"int16": ir.Int16, "uint16": ir.Uint16, "int32": ir.Int32, "uint32": ir.Uint32,
+	"int64": ir.Int64, "uint64": ir.Uint64, "bool": ir.Bool,
+}
+
+// runInputs is the data of every graph input: given, read from the
+// tensor file, or seeded random data (compiler.RandomInputs).
+func runInputs(m *ir.Model, o *RunOptions) (map[string][]byte, error) {
+	g := m.Graph
+	var given map[string]*tensorfile.Tensor
+	if o.InputsFile != "" {
+		var err error
+		if given, err = tensorfile.ReadTensors(o.InputsFile); err != nil {
+			return nil, &InputError{File: o.InputsFile, Reason: err.Error(), Err: err}
+		}
+	}
+	out, err := compiler.RandomInputs(m, o.Seed)
+	if err != nil {
+		return nil, inputError(m.Path, fmt.Errorf("%v (give it in RunOptions.Inputs or InputsFile)", err))
+	}
+	for name, data := range o.Inputs {
+		if v := g.Lookup(name); v == nil || v.Kind == ir.KindOp {
+			return nil, usage("Inputs", "the model has no input %q", name)
+		}
+		out[name] = data
+	}
+	for name, t := range given {
+		v := g.Lookup(name)
+		if v == nil || v.Kind == ir.KindOp {
+			return nil, &InputError{File: o.InputsFile, Reason: fmt.Sprintf("the model has no input %q", name)}
+		}
+		if tensorTypes[t.Type] != v.DType || !ir.Shape(t.Dims).Equal(v.Shape) {
+			return nil, &InputError{File: o.InputsFile, Reason: fmt.Sprintf("%q is %s%v, the model wants %v%v", name, t.Type, t.Dims, v.DType, v.Shape)}
+		}
+		out[name] = t.Data
+	}
+	return out, nil
+}
+
+// scalar reads a one-element float output (NaN when it is missing).
+func scalar(v *ir.Value, b []byte) float64 {
+	if v == nil || len(b) == 0 {
+		return math.NaN()
+	}
+	t := &ir.Tensor{DType: v.DType, Shape: ir.Shape{1}, Raw: b}
+	return t.Float64s()[0]
+}

@@ -35,7 +35,7 @@ type planFlags struct {
 func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVarP(&f.out, "output", "o", "", "write the planned training step here")
 	fl.StringVar(&f.memory, "memory", "", "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves)")
-	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file; see `tsplitc profile`")
+	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file (tsplitc profile lists them)")
 	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
 	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")

@@ -80,7 +80,7 @@ func showProfile(w io.Writer, p *profile.Profile) {
 	fmt.Fprintf(tw, "name\t%s\n", p.Name)
 	fmt.Fprintf(tw, "memory\t%s (%d bytes), %s reserved: budget %s\n", bytesStr(p.Memory), p.Memory, bytesStr(p.Reserved), bytesStr(p.Budget()))
 	fmt.Fprintf(tw, "host link\t%s host to device, %s device to host\n", rate(p.H2D), rate(p.D2H))
-	fmt.Fprintf(tw, "compute\t%s fp32 peak, %.0f%% reached by large kernels, half of that at %.3g FLOP\n", flops(p.FLOPS), 100*p.Efficiency, p.HalfWork)
+	fmt.Fprintf(tw, "compute\t%s fp32 peak, %.0f%% reached by large kernels, half of that by kernels of %.3g FLOP\n", flops(p.FLOPS), 100*p.Efficiency, p.HalfWork)
 	fmt.Fprintf(tw, "memory bandwidth\t%s\n", rate(p.MemBW))
 	fmt.Fprintf(tw, "kernel launch\t%.3g µs\n", p.Launch*1e6)
 	fmt.Fprintf(tw, "host memory\t%s pinned for swaps\n", bytesStr(p.HostMemory))

@@ -27,6 +27,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("tsplitc {{.Version}}\n")
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	var (
 		pf     planFlags
@@ -40,8 +41,9 @@ func newRootCmd() *cobra.Command {
 	pf.trainFlags.register(fl)
 	pf.outFlags.register(fl)
 	pf.register(fl)
+	fl.Lookup("memory").Usage = "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves); with --run: the device pool, as run's --pool"
 	rf.register(fl, false)
-	run := fl.VarPF(&runArg, "run", "", "run MODEL on the CPU reference device, as `tsplitc run MODEL` (--run=MODEL works too)")
+	run := fl.VarPF(&runArg, "run", "", "run MODEL on the CPU reference device, as the run command does (--run=MODEL works too)")
 	run.NoOptDefVal = "true"
 	root.Args = func(cmd *cobra.Command, args []string) error {
 		if runArg.model != "" && len(args) > 0 {

@@ -34,7 +34,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, withPool bool) {
 	fl.BoolVar(&f.train, "train", false, "build the training step of a forward model and run training steps")
 	if withPool {
 		fl.StringVar(&f.pool, "pool", "", "memory of the capped CPU device, e.g. 2MiB (default: what the model needs: a planned model's pool)")
-		fl.StringVar(&f.memory, "memory", "", "the same as --pool (its name before `tsplitc run` had its own command)")
+		fl.StringVar(&f.memory, "memory", "", "the same as --pool (its older name, kept from tsplitc --run)")
 	}
 }
 

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ot "github.com/tsplit/tsplit/internal/onnxtest"
+)
+
+// resnet18 is the shipped model the README's first command plans.
+var resnet18 = filepath.Join("..", "..", "testdata", "onnx", "resnet18-small.onnx")
+
+// Every subcommand prints its help with exit status 0, and
+// `tsplitc --run --help` is run's help (it used to open a file called
+// "--help").
+func TestSubcommandHelp(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--help"}, "tsplitc [MODEL"},
+		{[]string{"plan", "--help"}, "tsplitc plan MODEL -o PLANNED.onnx"},
+		{[]string{"run", "--help"}, "tsplitc run MODEL"},
+		{[]string{"--run", "--help"}, "tsplitc run MODEL"},
+		{[]string{"--help", "--run"}, "tsplitc run MODEL"},
+		{[]string{"train", "--help"}, "tsplitc train MODEL -o TRAIN.onnx"},
+		{[]string{"inspect", "--help"}, "tsplitc inspect MODEL"},
+		{[]string{"dump", "--help"}, "tsplitc dump MODEL"},
+		{[]string{"zoo", "--help"}, "tsplitc zoo [NAME] -o FILE"},
+		{[]string{"bench", "--help"}, "tsplitc bench [-o DIR]"},
+		{[]string{"profile", "--help"}, "tsplitc profile [NAME | FILE.json]"},
+	} {
+		out, errs, code := tsplitc(t, c.args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, stdout lacks %q:\n%s\n%s", c.args, code, c.want, out, errs)
+		}
+	}
+	// The plan and run helps name their budget and pool flags.
+	out, _, _ := tsplitc(t, "run", "--help")
+	if !strings.Contains(out, "--pool") {
+		t.Errorf("run --help does not show --pool:\n%s", out)
+	}
+	out, _, _ = tsplitc(t, "plan", "--help")
+	if !strings.Contains(out, "--memory") || !strings.Contains(out, "--policy-param") {
+		t.Errorf("plan --help does not show --memory and --policy-param:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, errs, code := tsplitc(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "tsplitc ") || !strings.Contains(out, "go1.") {
+		t.Fatalf("--version: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// jsonObject runs tsplitc and decodes its stdout as one JSON object.
+func jsonObject(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out, errs, code := tsplitc(t, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errs)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		t.Fatalf("%v: stdout is not a JSON object: %v\n%s", args, err, out)
+	}
+	if dec.More() {
+		t.Fatalf("%v: more than one JSON value on stdout:\n%s", args, out)
+	}
+	return obj
+}
+
+// hasFields fails unless obj has every field.
+func hasFields(t *testing.T, what string, obj map[string]any, fields ...string) {
+	t.Helper()
+	for _, f := range fields {
+		if _, ok := obj[f]; !ok {
+			t.Errorf("%s --json lacks %q: %v", what, f, obj)
+		}
+	}
+}
+
+// --json prints one JSON object with snake_case fields on plan, run,
+// train, inspect and profile, and on the shortcuts.
+func TestJSONSummaries(t *testing.T) {
+	dir := t.TempDir()
+	planned := filepath.Join(dir, "planned.onnx")
+	plan := jsonObject(t, "plan", resnet18, "--batch", "16", "--memory", "1.5MiB", "-o", planned, "--json")
+	hasFields(t, "plan", plan, "policy", "budget_bytes", "base_peak_bytes", "peak_bytes", "pool_bytes", "host_peak_bytes",
+		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output", "model", "device", "total_s")
+	if plan["policy"] != "tsplit" || plan["budget_bytes"] != float64(1536<<10) || plan["output"] != planned {
+		t.Errorf("plan --json: %v", plan)
+	}
+	if peak := plan["peak_bytes"].(float64); peak <= 0 || peak > plan["budget_bytes"].(float64) || plan["base_peak_bytes"].(float64) <= plan["budget_bytes"].(float64) {
+		t.Errorf("plan --json: peaks %v → %v, budget %v", plan["base_peak_bytes"], peak, plan["budget_bytes"])
+	}
+	short := jsonObject(t, resnet18, "--batch", "16", "--memory", "1.5MiB", "-o", filepath.Join(dir, "short.onnx"), "--json")
+	for _, k := range []string{"peak_bytes", "pool_bytes", "swapped", "recomputed", "split", "kept"} {
+		if short[k] != plan[k] {
+			t.Errorf("the shortcut's %s is %v, plan's %v", k, short[k], plan[k])
+		}
+	}
+
+	run := jsonObject(t, "run", planned, "--json")
+	hasFields(t, "run", run, "model", "device", "pool_bytes", "need_bytes", "model_peak_bytes", "peak_bytes", "iters",
+		"time_per_iter_s", "loss_kind", "optimizer", "losses", "outputs")
+	if run["peak_bytes"] != plan["peak_bytes"] || run["pool_bytes"] != plan["pool_bytes"] {
+		t.Errorf("run --json: measured peak %v in pool %v; the plan: %v in %v", run["peak_bytes"], run["pool_bytes"], plan["peak_bytes"], plan["pool_bytes"])
+	}
+	if short := jsonObject(t, "--run", planned, "--json", "--quiet"); short["peak_bytes"] != run["peak_bytes"] {
+		t.Errorf("--run --json: peak %v, run's %v", short["peak_bytes"], run["peak_bytes"])
+	}
+	chain := ot.Write(t, dir, "chain.onnx", ot.ReluChain())
+	fwd := jsonObject(t, "run", chain, "--batch", "2", "--json")
+	outs, _ := fwd["outputs"].([]any)
+	if len(outs) != 1 {
+		t.Fatalf("run --json of a forward model: outputs %v", fwd["outputs"])
+	}
+	o := outs[0].(map[string]any)
+	if o["name"] != "y" || o["dtype"] != "f32" || len(o["head"].([]any)) != 6 {
+		t.Errorf("run --json output: %v", o)
+	}
+
+	train := jsonObject(t, "train", resnet18, "--batch", "2", "-o", filepath.Join(dir, "train.onnx"), "--json")
+	hasFields(t, "train", train, "model", "output", "ops", "loss", "loss_kind", "optimizer", "params")
+
+	inspect := jsonObject(t, "inspect", resnet18, "--batch", "8", "--json")
+	hasFields(t, "inspect", inspect, "model", "ir_version", "opsets", "dims", "ops", "parameters", "parameter_bytes",
+		"activation_bytes", "all_static", "op_counts", "largest_tensors")
+	if inspect["dims"].(map[string]any)["batch"] != float64(8) || len(inspect["largest_tensors"].([]any)) != 10 {
+		t.Errorf("inspect --json: dims %v, %d largest tensors", inspect["dims"], len(inspect["largest_tensors"].([]any)))
+	}
+
+	profiles := jsonObject(t, "profile", "--json")
+	if list, _ := profiles["profiles"].([]any); len(list) < 6 {
+		t.Errorf("profile --json lists %v", profiles["profiles"])
+	}
+	one := jsonObject(t, "profile", "gtx-1080ti", "--json")
+	hasFields(t, "profile NAME", one, "name", "memory_bytes", "h2d_bytes_per_s", "d2h_bytes_per_s", "fp32_flops", "host_memory_bytes")
+	// The JSON of a profile is a profile file --device and profile read.
+	b, err := json.Marshal(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := ot.WriteBytes(t, dir, "mine.json", b)
+	if again := jsonObject(t, "profile", file, "--json"); again["memory_bytes"] != one["memory_bytes"] {
+		t.Errorf("the profile file reads back as %v", again)
+	}
+}
+
+// The shortcuts do what the subcommands do: `tsplitc MODEL -o OUT` and
+// `tsplitc plan MODEL -o OUT` write the same bytes; `tsplitc --run
+// MODEL`, `--run=MODEL` and `tsplitc run MODEL` measure the same peak,
+// and the root's --memory is run's --pool.
+func TestShortcuts(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.onnx"), filepath.Join(dir, "b.onnx")
+	for _, args := range [][]string{
+		{resnet18, "--batch", "16", "--memory", "1.5MiB", "-o", a},
+		{"plan", resnet18, "--batch", "16", "--memory", "1.5MiB", "-o", b},
+	} {
+		if _, errs, code := tsplitc(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	da, _ := os.ReadFile(a)
+	db, _ := os.ReadFile(b)
+	if len(da) == 0 || !bytes.Equal(da, db) {
+		t.Fatalf("tsplitc MODEL -o and tsplitc plan MODEL -o wrote different files (%d, %d bytes)", len(da), len(db))
+	}
+	peak := func(args ...string) string {
+		t.Helper()
+		out, errs, code := tsplitc(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "peak device") {
+				return line
+			}
+		}
+		t.Fatalf("%v: no peak line:\n%s", args, out)
+		return ""
+	}
+	want := peak("run", a)
+	for _, args := range [][]string{{"--run", a}, {"--run=" + a}, {"--run", a, "--memory", "2MiB"}, {"run", a, "--pool", "2MiB"}, {"run", a, "--memory", "2MiB"}} {
+		if got := peak(args...); got != want {
+			t.Errorf("%v: %q, run: %q", args, got, want)
+		}
+	}
+	// The pool flag sets the device's pool: at 2 MiB the device line says so.
+	out, _, _ := tsplitc(t, "--run", a, "--memory", "2MiB")
+	out2, _, _ := tsplitc(t, "run", a, "--pool", "2MiB")
+	for _, o := range []string{out, out2} {
+		if !strings.Contains(o, "pool 2.00 MiB (2097152 bytes)") {
+			t.Errorf("the pool is not 2 MiB:\n%s", o)
+		}
+	}
+}
+
+// Exit status 2 for a wrong command line, 1 for bad input and for a
+// budget that cannot be fitted.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := ot.WriteBytes(t, dir, "bad.onnx", []byte("garbage"))
+	out := filepath.Join(dir, "out.onnx")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"plan", resnet18}, 2, "needs -o"},
+		{[]string{"plan", resnet18, "-o", out, "--memory", "lots"}, 2, "--memory"},
+		{[]string{"plan", resnet18, "-o", out, "--device", "gtx-9090"}, 2, "--device"},
+		{[]string{"plan", resnet18, "-o", out, "--policy", "lru"}, 2, "--policy: unknown policy"},
+		{[]string{"plan", resnet18, "-o", out, "--no-such-flag"}, 2, "unknown flag"},
+		{[]string{"plan", resnet18, "-o", out, "--report", "r.txt"}, 2, ""},
+		{[]string{"plan"}, 2, "takes 1 argument"},
+		{[]string{"run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
+		{[]string{"run", resnet18, "--iters", "0"}, 2, "--iters"},
+		{[]string{"--run"}, 2, "--run takes one model"},
+		{[]string{"--run=" + resnet18, resnet18}, 2, "unexpected arguments"},
+		{[]string{"train", resnet18}, 2, "needs -o"},
+		{[]string{"profile", "gtx-9090"}, 2, "unknown device"},
+		{[]string{"profile", "a", "b"}, 2, "at most one"},
+		{[]string{"zoo", "resnet18"}, 2, "needs -o"},
+		{[]string{"bench", "extra"}, 2, "takes 0 argument"},
+		{[]string{"plan", bad, "-o", out}, 1, bad + ": not a valid ONNX protobuf"},
+		{[]string{"run", bad}, 1, bad},
+		{[]string{"train", bad, "-o", out}, 1, bad},
+		{[]string{"dump", bad}, 1, bad},
+		{[]string{"profile", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
+		{[]string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}, 1, "no plan fits a budget of 512.00 KiB"},
+		{[]string{"run", resnet18, "--train", "--batch", "16", "--pool", "1MiB"}, 1, "out of device memory"},
+	} {
+		_, errs, code := tsplitc(t, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d (want %d), stderr %q lacks %q", c.args, code, c.code, errs, c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a failed command wrote %s", out)
+	}
+}
+
+// bench writes files only where -o says: run from an empty folder
+// without -o it leaves the folder empty (it used to write
+// docs/benchmarks by default).
+func TestBenchWritesOnlyWithOutput(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"bench", "--small", "--models", "vgg16", "--policies", "base", "--sweep-steps", "1", "-j", "1",
+		"--max-batch", "64", "--max-width", "2", "--quiet"}
+	run := func(args ...string) string {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TSPLITC_MAIN=1")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, b)
+		}
+		return string(b)
+	}
+	out := run(args...)
+	if !strings.Contains(out, "no files written") {
+		t.Errorf("bench without -o:\n%s", out)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("bench without -o wrote %d entries into its folder (%s…)", len(ents), ents[0].Name())
+	}
+	run(append(args, "-o", "res")...)
+	if _, err := os.Stat(filepath.Join(dir, "res", "README.md")); err != nil {
+		t.Errorf("bench -o res: %v", err)
+	}
+}

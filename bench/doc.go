@@ -34,8 +34,10 @@
 // planner weakness is told from a hard limit.
 //
 // Write renders Markdown and CSV tables, PNG and SVG plots (gonum/plot)
-// and a README into a folder; `tsplitc bench` is the command line and
-// `make benchmarks` writes docs/benchmarks. Config.Small is the CI-sized
+// and a README into a folder; `tsplitc bench` is the command line (it
+// writes files only with -o) and `make benchmarks` writes
+// docs/benchmarks. Every probe plans through package tsplit (tsplit.Plan),
+// as tsplitc does. Config.Small is the CI-sized
 // variant: the zoo's small configurations on the device with every
 // memory size divided by SmallScale, which the package's tests run.
 //

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 
 	"github.com/tsplit/tsplit"
-	"github.com/tsplit/tsplit/compiler"
 )
 
 // model is a forward model the repository ships: a small ResNet-18
 // with its weights, whose training step at batch 16 peaks at 2.02 MiB.
 const model = "testdata/onnx/resnet18-small.onnx"
+
+// kib prints a byte count in KiB.
+func kib(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) }
 
 // Plan a shipped model's training step into 1.5 MiB, write the planned
 // model, then run one step of it on the CPU device capped at the plan's
@@ -32,20 +34,20 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("peak %s → %s within %s\n", compiler.FormatBytes(res.BasePeak), compiler.FormatBytes(res.Peak), compiler.FormatBytes(res.Budget))
+	fmt.Printf("peak %s → %s within %s\n", kib(res.BasePeak), kib(res.Peak), kib(res.Budget))
 	fmt.Printf("%d swapped, %d recomputed, %d split\n", res.Swapped, res.Recomputed, res.Split)
 
 	run, err := tsplit.RunFile(ctx, planned, tsplit.RunOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("pool", compiler.FormatBytes(run.Pool), "(the plan's:", run.Pool == res.Pool, ")")
+	fmt.Printf("pool %s, the plan's: %v\n", kib(run.Pool), run.Pool == res.Pool)
 	fmt.Println("measured peak equals the plan's:", run.Peak == res.Peak)
 	fmt.Println("loss:", run.Training.LossKind)
 	// Output:
-	// peak 2.02 MiB → 1.32 MiB within 1.50 MiB
+	// peak 2072.5 KiB → 1349.2 KiB within 1536.0 KiB
 	// 22 swapped, 0 recomputed, 15 split
-	// pool 1.45 MiB (the plan's: true )
+	// pool 1484.2 KiB, the plan's: true
 	// measured peak equals the plan's: true
 	// loss: cross-entropy
 }
@@ -56,12 +58,12 @@ func ExampleInfeasibleError() {
 	_, err := tsplit.PlanFile(context.Background(), model, tsplit.Options{Batch: 16, Budget: 512 << 10})
 	var ie *tsplit.InfeasibleError
 	if errors.As(err, &ie) {
-		fmt.Println("policy", ie.Policy, "cannot fit", compiler.FormatBytes(ie.Budget))
-		fmt.Println("lower bound", compiler.FormatBytes(ie.LowerBound), "above the budget:", ie.LowerBound > ie.Budget)
+		fmt.Println("policy", ie.Policy, "cannot fit", kib(ie.Budget))
+		fmt.Println("lower bound", kib(ie.LowerBound), "above the budget:", ie.LowerBound > ie.Budget)
 	}
 	// Output:
-	// policy tsplit cannot fit 512.00 KiB
-	// lower bound 845.50 KiB above the budget: true
+	// policy tsplit cannot fit 512.0 KiB
+	// lower bound 845.5 KiB above the budget: true
 }
 
 // Options are checked before the model is read: a policy that does not

@@ -2,7 +2,6 @@ package tsplit
 
 import (
 	"context"
-	"fmt"
 	"runtime/debug"
 	"time"
 
@@ -317,8 +316,4 @@ func (r *Result) Overhead() float64 {
 		return 0
 	}
 	return 100 * (r.Step/r.BaseStep - 1)
-}
-
-func (r *Result) String() string {
-	return fmt.Sprintf("%s into %d bytes: peak %d → %d, %d swapped, %d recomputed, %d split", r.Policy, r.Budget, r.BasePeak, r.Peak, r.Swapped, r.Recomputed, r.Split)
 }

@@ -49,13 +49,16 @@ func newProfileCmd() *cobra.Command {
 			if err != nil {
 				// A built-in name the user mistyped is a wrong command
 				// line; a file that does not read or validate is bad input.
-				if !strings.Contains(args[0], "/") && !strings.HasSuffix(args[0], ".json") {
+				if !isFile(args[0]) {
 					return usageError{err}
 				}
 				return err
 			}
 			if of.json {
 				return writeJSON(w, p)
+			}
+			if isFile(args[0]) {
+				fmt.Fprintf(w, "%s: a valid profile\n", args[0])
 			}
 			showProfile(w, p)
 			return nil
@@ -64,6 +67,10 @@ func newProfileCmd() *cobra.Command {
 	of.register(cmd.Flags())
 	return cmd
 }
+
+// isFile tells a profile file from a built-in name, as profile.Lookup
+// does.
+func isFile(name string) bool { return strings.Contains(name, "/") || strings.HasSuffix(name, ".json") }
 
 func listProfiles(w io.Writer, all []*profile.Profile) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -189,7 +189,7 @@ func TestShortcuts(t *testing.T) {
 		return ""
 	}
 	want := peak("run", a)
-	for _, args := range [][]string{{"--run", a}, {"--run=" + a}, {"--run", a, "--memory", "2MiB"}, {"run", a, "--pool", "2MiB"}, {"run", a, "--memory", "2MiB"}} {
+	for _, args := range [][]string{{"--run", a}, {"--run=" + a}, {"--run", a, "--memory", "2MiB"}, {"--run", a, "--pool", "2MiB"}, {"run", a, "--pool", "2MiB"}, {"run", a, "--memory", "2MiB"}} {
 		if got := peak(args...); got != want {
 			t.Errorf("%v: %q, run: %q", args, got, want)
 		}
@@ -223,6 +223,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"plan", resnet18, "-o", out, "--report", "r.txt"}, 2, ""},
 		{[]string{"plan"}, 2, "takes 1 argument"},
 		{[]string{"run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
+		{[]string{"--run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
 		{[]string{"run", resnet18, "--iters", "0"}, 2, "--iters"},
 		{[]string{"--run"}, 2, "--run takes one model"},
 		{[]string{"--run=" + resnet18, resnet18}, 2, "unexpected arguments"},

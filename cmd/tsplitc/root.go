@@ -14,14 +14,14 @@ import (
 // shortcuts: `tsplitc MODEL -o planned.onnx` is `tsplitc plan` and
 // `tsplitc --run MODEL` is `tsplitc run`. It takes the flags of both;
 // its --memory is the budget, or with --run the device pool (run's
-// --pool).
+// --pool, which it takes too).
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tsplitc [MODEL --batch N --memory SIZE -o PLANNED.onnx | --run MODEL]",
 		Short: "tsplit: train networks larger than GPU memory",
 		Long: "tsplitc reads an ONNX model, builds its training step and rewrites it to fit a device memory budget.\n\n" +
 			"Shortcuts: `tsplitc MODEL -o PLANNED.onnx …` is `tsplitc plan`; `tsplitc --run MODEL …` is `tsplitc run`\n" +
-			"(there --memory is the device pool, run's --pool).\n\n" + policyHelp(),
+			"(there --memory, the budget of a plan, is the device pool, as --pool).\n\n" + policyHelp(),
 		Version:       tsplit.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 	pf.outFlags.register(fl)
 	pf.register(fl)
 	fl.Lookup("memory").Usage = "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves); with --run: the device pool, as run's --pool"
-	rf.register(fl, false)
+	rf.register(fl)
 	run := fl.VarPF(&runArg, "run", "", "run MODEL on the CPU reference device, as the run command does (--run=MODEL works too)")
 	run.NoOptDefVal = "true"
 	root.Args = func(cmd *cobra.Command, args []string) error {
@@ -59,7 +59,10 @@ func newRootCmd() *cobra.Command {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("--run takes one model, got %d", len(args))}
 			}
-			rf.pool = pf.memory
+			rf.memory = pf.memory
+			if err := rf.poolFromMemory(); err != nil {
+				return err
+			}
 			return runModel(cmd, args[0], &rf)
 		}
 		if len(args) == 0 {

@@ -25,17 +25,27 @@ type runFlags struct {
 	train  bool
 }
 
-// register adds run's own flags; withPool adds --pool and its older
-// name --memory, which the root has as its budget flag already.
-func (f *runFlags) register(fl *pflag.FlagSet, withPool bool) {
+// register adds run's own flags. --pool's older name --memory is added
+// by the run command only: the root's --memory is its budget flag, the
+// pool only with --run.
+func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.iters, "iters", 1, "iterations to run")
 	fl.StringVar(&f.inputs, "inputs", "", "JSON tensor file with input data (default: seeded random data)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random inputs")
 	fl.BoolVar(&f.train, "train", false, "build the training step of a forward model and run training steps")
-	if withPool {
-		fl.StringVar(&f.pool, "pool", "", "memory of the capped CPU device, e.g. 2MiB (default: what the model needs: a planned model's pool)")
-		fl.StringVar(&f.memory, "memory", "", "the same as --pool (its older name, kept from tsplitc --run)")
+	fl.StringVar(&f.pool, "pool", "", "memory of the capped CPU device, e.g. 2MiB (default: what the model needs: a planned model's pool)")
+}
+
+// poolFromMemory takes --memory as --pool, its older name.
+func (f *runFlags) poolFromMemory() error {
+	if f.memory == "" {
+		return nil
 	}
+	if f.pool != "" {
+		return usageError{fmt.Errorf("--memory is --pool's older name: give one of them")}
+	}
+	f.pool = f.memory
+	return nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -46,14 +56,11 @@ func newRunCmd() *cobra.Command {
 		Long: "run executes MODEL on the CPU reference device: every kernel computed, the copy streams concurrent with\n" +
 			"compute, every allocation past the pool refused. A planned model runs in its static layout, so the measured\n" +
 			"peak equals the plan's. A training step runs --iters steps, feeding its updated weights back.\n" +
-			"`tsplitc --run MODEL …` is the same command (there --memory is the pool).",
+			"`tsplitc --run MODEL …` is the same command. --memory is --pool's older name.",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.memory != "" {
-				if f.pool != "" {
-					return usageError{fmt.Errorf("--memory is --pool's older name: give one of them")}
-				}
-				f.pool = f.memory
+			if err := f.poolFromMemory(); err != nil {
+				return err
 			}
 			return runModel(cmd, args[0], &f)
 		},
@@ -62,7 +69,8 @@ func newRunCmd() *cobra.Command {
 	f.importFlags.register(fl)
 	f.trainFlags.register(fl)
 	f.outFlags.register(fl)
-	f.register(fl, true)
+	f.register(fl)
+	fl.StringVar(&f.memory, "memory", "", "the same as --pool (its older name, kept from tsplitc --run)")
 	return cmd
 }
 

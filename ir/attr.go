@@ -63,11 +63,14 @@ type Attr struct {
 	Src any
 }
 
-// Format renders the attribute value for dumps: deterministic, short.
+// Format renders the attribute value for dumps: deterministic, short,
+// and typed by its spelling so Parse reads it back: a float always has
+// a point or an exponent (1.0, not 1), ints never do, strings are
+// quoted, and an empty list says its type unless it is ints.
 func (a *Attr) Format() string {
 	switch a.Type {
 	case AttrFloat:
-		return strconv.FormatFloat(float64(a.Float), 'g', -1, 32)
+		return formatFloatAttr(a.Float)
 	case AttrInt:
 		return strconv.FormatInt(a.Int, 10)
 	case AttrString:
@@ -75,12 +78,18 @@ func (a *Attr) Format() string {
 	case AttrInts:
 		return Shape(a.Ints).String()
 	case AttrFloats:
+		if len(a.Floats) == 0 {
+			return "floats[]" // "[]" alone reads as ints
+		}
 		parts := make([]string, len(a.Floats))
 		for i, f := range a.Floats {
-			parts[i] = strconv.FormatFloat(float64(f), 'g', -1, 32)
+			parts[i] = formatFloatAttr(f)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	case AttrStrings:
+		if len(a.Strings) == 0 {
+			return "strings[]"
+		}
 		parts := make([]string, len(a.Strings))
 		for i, s := range a.Strings {
 			parts[i] = strconv.Quote(s)
@@ -99,4 +108,14 @@ func (a *Attr) Format() string {
 		return fmt.Sprintf("%v%v", a.Tensor.DType, a.Tensor.Shape)
 	}
 	return "<" + a.Type.String() + ">"
+}
+
+// formatFloatAttr is the shortest float32 text, with ".0" added where
+// that text would read as an integer.
+func formatFloatAttr(f float32) string {
+	s := strconv.FormatFloat(float64(f), 'g', -1, 32)
+	if strings.Trim(s, "-0123456789") == "" {
+		s += ".0"
+	}
+	return s
 }

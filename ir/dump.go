@@ -110,16 +110,13 @@ func Dump(w io.Writer, g *Graph) error {
 // The default domain is written ai.onnx, its official name.
 func DumpModel(w io.Writer, m *Model) error {
 	var b strings.Builder
-	b.WriteString("opsets")
-	if _, ok := m.Opsets[""]; !ok {
-		fmt.Fprintf(&b, " ai.onnx=%d", m.Opset(""))
-	}
+	// The default domain's version is the one inference uses (Opset),
+	// also when the map leaves it out.
+	fmt.Fprintf(&b, "opsets ai.onnx=%d", m.Opset(""))
 	for _, d := range slices.Sorted(maps.Keys(m.Opsets)) {
-		name := d
-		if d == "" {
-			name = "ai.onnx"
+		if d != "" && d != "ai.onnx" {
+			fmt.Fprintf(&b, " %s=%d", d, m.Opsets[d])
 		}
-		fmt.Fprintf(&b, " %s=%d", name, m.Opsets[d])
 	}
 	b.WriteString("\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {

@@ -30,7 +30,7 @@ func newDumpCmd() *cobra.Command {
 					return err
 				}
 			}
-			return ir.Dump(cmd.OutOrStdout(), m.Graph)
+			return ir.DumpModel(cmd.OutOrStdout(), m) // ir.Parse reads it back
 		},
 	}
 	f.register(cmd.Flags())

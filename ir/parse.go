@@ -56,14 +56,14 @@ func Parse(src []byte) (*Model, error) {
 // graph from them, so a reference may point at a later line (a
 // parameter's [next %N]) and every error can name its position.
 type parser struct {
-	opsets  map[string]int64
-	name    string
-	haveGr  bool
-	defs    []*pDef // inputs and initializers, in file order
-	ops     []*pOp
-	outputs []pRef
-	ret     bool
-	byID    map[int]*pDef
+	opsets    map[string]int64
+	name      string
+	haveGraph bool
+	defs      []*pDef // inputs and initializers, in file order
+	ops       []*pOp
+	outputs   []pRef
+	ret       bool
+	byID      map[int]*pDef
 }
 
 type pRef struct {
@@ -76,16 +76,15 @@ type pDef struct {
 	ref   pRef
 	kind  ValueKind
 	name  string
-	typ   pType
+	typ   pType // inputs and initializers; an op's are on the op
 	param bool
 	next  *pRef
-	op    *pOp
-	index int
-	v     *Value
+	v     *Value // once built
 }
 
+// pType is a written type: element type, shape and, when given, data.
+// An absent output's type (_) has no element type.
 type pType struct {
-	set   bool // false: infer (op outputs of hand-written input only)
 	dt    DType
 	shape Shape
 	data  *Tensor
@@ -268,7 +267,7 @@ func dtypeByName(s string) (DType, bool) {
 // tensorType reads "f32[2,3]" and, when data is allowed, a following
 // "=[…]" (or "[…]" in an attribute) with the elements.
 func (c *scanner) tensorType(dataPrefix string) (pType, error) {
-	t := pType{set: true}
+	var t pType
 	var err error
 	if t.dt, err = c.dtype(); err != nil {
 		return t, err
@@ -374,7 +373,7 @@ func (p *parser) lines(src []byte) error {
 			err = p.opsetsLine(c)
 		case c.keyword("graph"):
 			err = p.graphLine(c)
-		case !p.haveGr:
+		case !p.haveGraph:
 			err = c.errf("want `graph \"NAME\"` first, found %s", c.found())
 		case c.keyword("return"):
 			err = p.returnLine(c)
@@ -385,7 +384,7 @@ func (p *parser) lines(src []byte) error {
 			return err
 		}
 	}
-	if !p.haveGr {
+	if !p.haveGraph {
 		return &ParseError{Line: 1, Col: 1, Msg: "no `graph \"NAME\"` line"}
 	}
 	if !p.ret {
@@ -395,7 +394,7 @@ func (p *parser) lines(src []byte) error {
 }
 
 func (p *parser) opsetsLine(c *scanner) error {
-	if p.haveGr || p.opsets != nil {
+	if p.haveGraph || p.opsets != nil {
 		return c.errAt(0, "the opsets line must come once, before the graph line")
 	}
 	p.opsets = map[string]int64{}
@@ -425,7 +424,7 @@ func (p *parser) opsetsLine(c *scanner) error {
 }
 
 func (p *parser) graphLine(c *scanner) error {
-	if p.haveGr {
+	if p.haveGraph {
 		return c.errAt(0, "a second graph line")
 	}
 	c.space()
@@ -436,7 +435,7 @@ func (p *parser) graphLine(c *scanner) error {
 	if !c.done() {
 		return c.errf("unexpected %s after the graph name", c.found())
 	}
-	p.name, p.haveGr = name, true
+	p.name, p.haveGraph = name, true
 	return nil
 }
 
@@ -500,7 +499,7 @@ func (p *parser) valueLine(c *scanner) error {
 	return p.opLine(c, line)
 }
 
-func (p *parser) define(c *scanner, d *pDef) error {
+func (p *parser) define(d *pDef) error {
 	if d.ref.id < 0 {
 		return nil
 	}
@@ -549,7 +548,7 @@ func (p *parser) graphValue(c *scanner, r pRef, kind ValueKind) error {
 		}
 	}
 	p.defs = append(p.defs, d)
-	return p.define(c, d)
+	return p.define(d)
 }
 
 func (p *parser) opLine(c *scanner, op *pOp) error {
@@ -624,9 +623,7 @@ func (p *parser) opLine(c *scanner, op *pOp) error {
 		for {
 			c.space()
 			var t pType
-			if c.accept("_") {
-				t.set = true
-			} else {
+			if !c.accept("_") {
 				var err error
 				if t, err = c.tensorType("="); err != nil {
 					return err
@@ -650,8 +647,8 @@ func (p *parser) opLine(c *scanner, op *pOp) error {
 	if !c.done() {
 		return c.errf("unexpected %s", c.found())
 	}
-	for i, r := range op.outs {
-		if err := p.define(c, &pDef{ref: r, kind: KindOp, op: op, index: i}); err != nil {
+	for _, r := range op.outs {
+		if err := p.define(&pDef{ref: r, kind: KindOp}); err != nil {
 			return err
 		}
 	}

@@ -105,11 +105,18 @@ func dumpText(t *testing.T, m *ir.Model) string {
 //
 // Pass names resolve through irCheckPass.
 func irCheckRun(m *ir.Model, run string) (string, error) {
-	names, opts, _ := strings.Cut(strings.TrimSpace(run), " ")
+	// The pass list runs up to the first option (a flag or KEY=VALUE);
+	// spaces after its commas are allowed.
+	fields := strings.Fields(run)
+	n := 0
+	for n < len(fields) && !strings.Contains(fields[n], "=") && fields[n] != "noswap" && fields[n] != "norecompute" {
+		n++
+	}
+	names := strings.Join(fields[:n], "")
 	o := &Options{}
 	split := &splitRequest{}
 	ratio := 0.0
-	for _, f := range strings.Fields(opts) {
+	for _, f := range fields[n:] {
 		key, val, _ := strings.Cut(f, "=")
 		var err error
 		switch key {
@@ -329,4 +336,33 @@ func layoutText(w *bytes.Buffer, m *ir.Model) error {
 	}
 	w.WriteString(strings.Join(lines, "\n") + "\n")
 	return nil
+}
+
+// TestIRCheckRunLine: the RUN line's pass list may have spaces after
+// its commas; an unknown pass or option is an error naming it.
+func TestIRCheckRunLine(t *testing.T) {
+	src := []byte("graph \"g\"\n  %0 = input \"x\" f32[4]\n  %1 = Relu %0 \"a\"\n  return %1\n")
+	for _, c := range []struct{ run, err string }{
+		{"schedule, liveness ratio=1.0", ""},
+		{"schedule,liveness noswap budget=4096", ""},
+		{"schedule,nosuchpass", `no pass "nosuchpass"`},
+		{"schedule budget=lots", `option "budget=lots"`},
+		{"schedule frobnicate=1", `option "frobnicate=1": unknown option`},
+		{"insert-split op=a dim=1 parts=2", `node "a" (Relu) has no split along "1"`},
+		{"insert-split op=b dim=0 parts=2", `no op named "b"`},
+	} {
+		m, err := ir.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := irCheckRun(m, c.run)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%q: %v", c.run, err)
+		case c.err == "" && !strings.Contains(out, "# liveness: peak"):
+			t.Errorf("%q: liveness did not run:\n%s", c.run, out)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: got %v, want an error containing %q", c.run, err, c.err)
+		}
+	}
 }

@@ -15,6 +15,18 @@
 // the test. Set TSPLIT_REQUIRE_ORACLES=1 (e.g. in CI) to turn those skips
 // into failures.
 //
+// Every oracle's result is cached outside the repository, in
+// os.UserCacheDir()/tsplit/oracle (TSPLIT_ORACLE_CACHE moves it; "off"
+// turns it off), keyed by a sha256 of everything the result depends on:
+// the scripts (every scripts/*.py, or scripts/ort/*.js), the interpreter
+// and package versions (python, torch, torchvision, onnx, numpy read
+// from their metadata; node's binary and the installed onnxruntime-node
+// with scripts/ort/package-lock.json), the model's bytes (and its
+// external data), the input tensors and the arguments. A rerun of the
+// tests therefore starts neither PyTorch nor Node.js. Entries are
+// written atomically and checked against their manifest's digests when
+// read; a damaged entry is computed again (see cache.go).
+//
 // Tensors cross the process boundary as JSON files (see Tensor,
 // ReadTensors and WriteTensors):
 //
@@ -22,5 +34,6 @@
 //
 // where data_b64 is the little-endian raw bytes of the elements, row-major.
 //
-// The package imports nothing else from the project.
+// The package imports nothing else from the project but the tensor-file
+// format.
 package oracle

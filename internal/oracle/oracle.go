@@ -219,21 +219,25 @@ func requireORT(t testing.TB) {
 // ORTRun runs model with ONNX Runtime (CPU) on inputs and returns every graph
 // output. noOpt disables ORT's graph optimisations (which delete Dropout
 // nodes, even training-mode ones). It skips the test if ORT is missing and
-// fails it if the run fails.
+// fails it if the run fails. Results are cached (see CacheDir).
 func ORTRun(t testing.TB, model string, inputs map[string]*Tensor, noOpt bool) map[string]*Tensor {
 	t.Helper()
-	requireORT(t)
-	tmp := t.TempDir()
-	in, out := filepath.Join(tmp, "in.json"), filepath.Join(tmp, "out.json")
+	in := filepath.Join(t.TempDir(), "in.json")
 	if err := WriteTensors(in, inputs); err != nil {
 		t.Fatalf("oracle: writing ORT inputs: %v", err)
 	}
-	args := []string{filepath.Join(ortDir(), "run.js"), abs(t, model), in, out}
-	if noOpt {
-		args = append(args, "--no-opt")
-	}
-	run(t, exec.Command("node", args...))
-	res, err := ReadTensors(out)
+	k := ortKey(t, "ort-run", "ONNX Runtime run of "+model, model)
+	k.file(t, "inputs", in)
+	k.add("no-opt", strconv.FormatBool(noOpt))
+	dir := cached(t, k, func(dir string) {
+		requireORT(t)
+		args := []string{filepath.Join(ortDir(), "run.js"), abs(t, model), in, filepath.Join(dir, "out.json")}
+		if noOpt {
+			args = append(args, "--no-opt")
+		}
+		run(t, exec.Command("node", args...))
+	})
+	res, err := ReadTensors(filepath.Join(dir, "out.json"))
 	if err != nil {
 		t.Fatalf("oracle: reading ORT outputs: %v", err)
 	}
@@ -242,16 +246,31 @@ func ORTRun(t testing.TB, model string, inputs map[string]*Tensor, noOpt bool) m
 
 // ORTShapes runs model with ONNX Runtime on seeded-random inputs whose
 // symbolic dimensions are all batch and returns the shape of every output.
+// Results are cached (see CacheDir).
 func ORTShapes(t testing.TB, model string, batch int) map[string][]int64 {
 	t.Helper()
-	requireORT(t)
-	out := filepath.Join(t.TempDir(), "shapes.json")
-	run(t, exec.Command("node", filepath.Join(ortDir(), "shapes.js"), abs(t, model), strconv.Itoa(batch), out))
+	k := ortKey(t, "ort-shapes", "ONNX Runtime shapes of "+model, model)
+	k.add("batch", strconv.Itoa(batch))
+	dir := cached(t, k, func(dir string) {
+		requireORT(t)
+		run(t, exec.Command("node", filepath.Join(ortDir(), "shapes.js"), abs(t, model), strconv.Itoa(batch), filepath.Join(dir, "shapes.json")))
+	})
 	var res struct {
 		Outputs map[string][]int64 `json:"outputs"`
 	}
-	readJSON(t, out, &res)
+	readJSON(t, filepath.Join(dir, "shapes.json"), &res)
 	return res.Outputs
+}
+
+// ortKey starts the cache key of a Node.js oracle run on model: the
+// ONNX Runtime installed, the scripts in scripts/ort and the model.
+func ortKey(t testing.TB, tool, what, model string) *key {
+	t.Helper()
+	k := newKey(tool, what)
+	k.add("ort", ortVersion(t))
+	k.files(t, ortDir(), ".js")
+	k.model(t, abs(t, model))
+	return k
 }
 
 // ---- onnx shape inference ----
@@ -259,17 +278,22 @@ func ORTShapes(t testing.TB, model string, batch int) map[string][]int64 {
 // OnnxShapes runs python onnx's shape inference (strict_mode off, data
 // propagation on) on model with every symbolic input dimension set to batch,
 // and returns the shape of every input, output and intermediate value it
-// could infer a rank for; a dimension it could not infer is -1.
+// could infer a rank for; a dimension it could not infer is -1. Results
+// are cached (see CacheDir).
 func OnnxShapes(t testing.TB, model string, batch int) map[string][]int64 {
 	t.Helper()
-	py := PythonONNX(t)
-	out := filepath.Join(t.TempDir(), "shapes.json")
-	script := filepath.Join(mustRoot(t), "scripts", "onnx_shapes.py")
-	run(t, exec.Command(py, script, abs(t, model), strconv.Itoa(batch), out))
+	k := pythonKey(t, "onnx-shapes", "onnx shape inference of "+model)
+	k.model(t, abs(t, model))
+	k.add("batch", strconv.Itoa(batch))
+	dir := cached(t, k, func(dir string) {
+		py := PythonONNX(t)
+		script := filepath.Join(mustRoot(t), "scripts", "onnx_shapes.py")
+		run(t, exec.Command(py, script, abs(t, model), strconv.Itoa(batch), filepath.Join(dir, "shapes.json")))
+	})
 	var res struct {
 		Values map[string][]*int64 `json:"values"`
 	}
-	readJSON(t, out, &res)
+	readJSON(t, filepath.Join(dir, "shapes.json"), &res)
 	shapes := make(map[string][]int64, len(res.Values))
 	for name, dims := range res.Values {
 		s := make([]int64, len(dims))
@@ -283,6 +307,17 @@ func OnnxShapes(t testing.TB, model string, batch int) map[string][]int64 {
 		shapes[name] = s
 	}
 	return shapes
+}
+
+// pythonKey starts the cache key of a python oracle run: the
+// interpreter and package versions and every script in scripts/ (the
+// scripts import one another).
+func pythonKey(t testing.TB, tool, what string) *key {
+	t.Helper()
+	k := newKey(tool, what)
+	k.add("python", pythonVersions(t, pythonPath()))
+	k.files(t, filepath.Join(mustRoot(t), "scripts"), ".py")
+	return k
 }
 
 // ---- helpers ----

@@ -2,10 +2,12 @@ package oracle
 
 import (
 	"bytes"
-	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,39 +37,57 @@ func pythonTorch(t testing.TB) string {
 // "sgd_losses".
 func TorchGrads(t testing.TB, name string, batch int, extra ...string) (inputs, expected map[string]*Tensor) {
 	t.Helper()
-	return torchGrads(t, name, batch, t.TempDir(), extra)
+	_, inputs, expected = torchGrads(t, name, batch, false, extra)
+	return inputs, expected
 }
 
 // TorchGrads64 is TorchGrads in double precision: the same weights and
 // input values, computed and written as float64. Model is the model as
-// PyTorch ran it (float64 weights, dropout 0) exported to a temporary
-// ONNX file with the settings of scripts/export_torch_models.py, for a
+// PyTorch ran it (float64 weights, dropout 0) exported to an ONNX file
+// (in the oracle cache, or a temporary folder: read it, do not change
+// it) with the settings of scripts/export_torch_models.py, for a
 // runtime to run in double precision too.
 func TorchGrads64(t testing.TB, name string, batch int, extra ...string) (model string, inputs, expected map[string]*Tensor) {
 	t.Helper()
-	dir := t.TempDir()
-	model = filepath.Join(dir, name+"-float64.onnx")
-	inputs, expected = torchGrads(t, name, batch, dir, append([]string{"--float64", "--export-onnx", model}, extra...))
-	if !fileExists(model) {
-		t.Fatalf("oracle: scripts/torch_grads.py did not write %s", model)
-	}
-	return model, inputs, expected
+	return torchGrads(t, name, batch, true, extra)
 }
 
-func torchGrads(t testing.TB, name string, batch int, dir string, extra []string) (inputs, expected map[string]*Tensor) {
+// torchGrads runs scripts/torch_grads.py (cached: see CacheDir) and
+// returns the float64 model it exported (float64 only), its inputs and
+// its expected values.
+func torchGrads(t testing.TB, name string, batch int, float64 bool, extra []string) (model string, inputs, expected map[string]*Tensor) {
 	t.Helper()
-	py := pythonTorch(t)
-	model := TorchModel(t, name)
-	script := filepath.Join(mustRoot(t), "scripts", "torch_grads.py")
-	args := append([]string{script, name, dir, "--batch", strconv.Itoa(batch), "--onnx", model}, extra...)
-	start := time.Now()
-	var buf bytes.Buffer
-	cmd := exec.Command(py, args...)
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("oracle: %s: %v\n%s", cmd, err, lastLines(buf.Bytes(), 40))
+	onnxModel := TorchModel(t, name)
+	k := pythonKey(t, "torch-grads", fmt.Sprintf("PyTorch training step of %s at batch %d", name, batch))
+	k.add("name", name)
+	k.add("batch", strconv.Itoa(batch))
+	k.add("float64", strconv.FormatBool(float64))
+	k.add("extra", strings.Join(extra, "\x00"))
+	k.model(t, onnxModel)
+	exported := name + "-float64.onnx"
+	dir := cached(t, k, func(dir string) {
+		py := pythonTorch(t)
+		script := filepath.Join(mustRoot(t), "scripts", "torch_grads.py")
+		args := []string{script, name, dir, "--batch", strconv.Itoa(batch), "--onnx", onnxModel}
+		if float64 {
+			args = append(args, "--float64", "--export-onnx", filepath.Join(dir, exported))
+		}
+		args = append(args, extra...)
+		start := time.Now()
+		var buf bytes.Buffer
+		cmd := exec.Command(py, args...)
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("oracle: %s: %v\n%s", cmd, err, lastLines(buf.Bytes(), 40))
+		}
+		t.Logf("oracle: %s (%v)", bytes.TrimSpace(buf.Bytes()), time.Since(start).Round(time.Millisecond))
+	})
+	if float64 {
+		model = filepath.Join(dir, exported)
+		if !fileExists(model) {
+			t.Fatalf("oracle: scripts/torch_grads.py did not write %s", model)
+		}
 	}
-	t.Logf("oracle: %s (%v)", bytes.TrimSpace(buf.Bytes()), time.Since(start).Round(time.Millisecond))
 	var err error
 	if inputs, err = ReadTensors(filepath.Join(dir, "inputs.json")); err != nil {
 		t.Fatalf("oracle: %v", err)
@@ -75,7 +95,7 @@ func torchGrads(t testing.TB, name string, batch int, dir string, extra []string
 	if expected, err = ReadTensors(filepath.Join(dir, "expected.json")); err != nil {
 		t.Fatalf("oracle: %v", err)
 	}
-	return inputs, expected
+	return model, inputs, expected
 }
 
 // TorchSavedTensor is one storage PyTorch saves for backward.
@@ -118,17 +138,23 @@ type TorchSavedBytes struct {
 // a mean cross-entropy loss (scripts/torch_saved.py).
 func TorchSaved(t testing.TB, name string, batch int) *TorchSavedBytes {
 	t.Helper()
-	py := pythonTorch(t)
-	script := filepath.Join(mustRoot(t), "scripts", "torch_saved.py")
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(py, script, name, strconv.Itoa(batch))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("oracle: %s: %v\n%s", cmd, err, lastLines(stderr.Bytes(), 40))
-	}
+	k := pythonKey(t, "torch-saved", fmt.Sprintf("PyTorch saved tensors of %s at batch %d", name, batch))
+	k.add("name", name)
+	k.add("batch", strconv.Itoa(batch))
+	dir := cached(t, k, func(dir string) {
+		py := pythonTorch(t)
+		script := filepath.Join(mustRoot(t), "scripts", "torch_saved.py")
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(py, script, name, strconv.Itoa(batch))
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("oracle: %s: %v\n%s", cmd, err, lastLines(stderr.Bytes(), 40))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "saved.json"), stdout.Bytes(), 0o644); err != nil {
+			t.Fatalf("oracle: %v", err)
+		}
+	})
 	var res TorchSavedBytes
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("oracle: %s: %v", cmd, err)
-	}
+	readJSON(t, filepath.Join(dir, "saved.json"), &res)
 	return &res
 }

@@ -29,9 +29,14 @@ func Verify(m *Model) error {
 	}
 
 	defined := make([]bool, len(g.values))
-	define := func(v *Value, what string) {
+	// define marks v defined as what (of op, if not nil: described only
+	// in a message, as describing every op is a tenth of planning time).
+	define := func(v *Value, what string, op *Op) {
 		if v == nil {
 			return
+		}
+		if op != nil && (int(v.ID) >= len(g.values) || g.values[v.ID] != v || defined[v.ID]) {
+			what += " " + op.Describe()
 		}
 		if int(v.ID) >= len(g.values) || g.values[v.ID] != v {
 			bad("ir: %s %q has ID %d that the graph does not own", what, v.Name, v.ID)
@@ -46,7 +51,7 @@ func Verify(m *Model) error {
 		if v.Kind == KindOp {
 			bad("ir: graph input %q is an op result", v.Name)
 		}
-		define(v, "graph input")
+		define(v, "graph input", nil)
 	}
 	for _, v := range g.Inits {
 		if v.Kind != KindInit {
@@ -58,7 +63,7 @@ func Verify(m *Model) error {
 		if slices.Contains(g.Inputs, v) {
 			defined[v.ID] = false // listed as input too: one definition
 		}
-		define(v, "initializer")
+		define(v, "initializer", nil)
 	}
 
 	uses := make([][]Use, len(g.values))
@@ -92,7 +97,7 @@ func Verify(m *Model) error {
 			if v.Kind != KindOp || v.Def != op || v.DefIndex != i {
 				bad("ir: output %d of %s (%q) does not point back to it", i, op.Describe(), v.Name)
 			}
-			define(v, "output of "+op.Describe())
+			define(v, "output of", op)
 		}
 		verifyOp(m, op, bad)
 		verifyPlacement(op, bad)

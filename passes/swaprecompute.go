@@ -61,11 +61,22 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 	sort.SliceStable(idx, func(x, y int) bool {
 		return plan.Decisions[idx[x]].Option == Swap && plan.Decisions[idx[y]].Option != Swap
 	})
+	// pos is kept current across the insertions below: an op inserted at
+	// index i moves only the ops from i on (recomputing every position
+	// per decision was a fifth of a benchmark's planning time).
+	pos := g.Position()
+	moved := func(from int) {
+		for len(pos) < g.NumOpIDs() {
+			pos = append(pos, -1)
+		}
+		for i, op := range g.Order()[from:] {
+			pos[op.ID] = from + i
+		}
+	}
 	for _, k := range idx {
 		d := plan.Decisions[k]
 		v := d.Value
 		a := an[k]
-		pos := g.Position()
 		var back *ir.Value
 		switch d.Option {
 		case Swap:
@@ -82,8 +93,9 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			if err := ir.InferAndSet(so, m.Opset(ir.Domain)); err != nil {
 				return err
 			}
-			pos = g.Position()
-			si, err := g.InsertOp(pos[a.trigger.ID], "SwapIn", ir.Domain, fresh(v.Name+"/swap_in"), []*ir.Value{so.Output(0)}, []string{fresh(v.Name + "/restored")}, nil)
+			moved(at)
+			at = pos[a.trigger.ID]
+			si, err := g.InsertOp(at, "SwapIn", ir.Domain, fresh(v.Name+"/swap_in"), []*ir.Value{so.Output(0)}, []string{fresh(v.Name + "/restored")}, nil)
 			if err != nil {
 				return err
 			}
@@ -91,6 +103,7 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			if err := ir.InferAndSet(si, m.Opset(ir.Domain)); err != nil {
 				return err
 			}
+			moved(at)
 			back = si.Output(0)
 			rs.add(v, si, back)
 		case Recompute:
@@ -108,10 +121,12 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 					inputs[j] = rs.readAt(w, a.before, pos)
 				}
 			}
-			c, err := g.InsertOp(pos[a.before.ID], def.Type, def.Domain, fresh(def.Name+"/recompute"), inputs, names, attrs)
+			at := pos[a.before.ID]
+			c, err := g.InsertOp(at, def.Type, def.Domain, fresh(def.Name+"/recompute"), inputs, names, attrs)
 			if err != nil {
 				return err
 			}
+			moved(at)
 			c.Phase, c.Origin = ir.Backward, "recompute"
 			if err := ir.InferAndSet(c, m.Opset(def.Domain)); err != nil {
 				return err
@@ -122,7 +137,6 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		default:
 			continue
 		}
-		pos = g.Position()
 		limit := pos[a.before.ID]
 		for _, u := range append([]ir.Use(nil), v.Uses()...) {
 			if u.Op != back.Def && pos[u.Op.ID] >= limit {

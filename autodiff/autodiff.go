@@ -11,26 +11,15 @@ import (
 // i needs a gradient. It returns one entry per input (nil where none).
 type Rule func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value
 
-var rules = map[string]Rule{}
+// rules is the op registry's gradient slot. Ops deliberately without a
+// rule are opted out with the reason (rules_none.go).
+var rules = ir.NewSlot[Rule]("gradient")
 
-func ruleKey(domain, typ string) string {
-	if domain == "ai.onnx" {
-		domain = ""
-	}
-	return domain + ":" + typ
-}
-
-// Register adds the gradient rule of domain:typ. Duplicates panic.
-func Register(domain, typ string, r Rule) {
-	k := ruleKey(domain, typ)
-	if _, dup := rules[k]; dup {
-		panic("autodiff: duplicate rule " + k)
-	}
-	rules[k] = r
-}
+// Register fills the gradient slot of domain:typ. Duplicates panic.
+func Register(domain, typ string, r Rule) { rules.Set(domain, typ, r) }
 
 // HasRule reports whether an op type has a gradient rule.
-func HasRule(domain, typ string) bool { _, ok := rules[ruleKey(domain, typ)]; return ok }
+func HasRule(domain, typ string) bool { _, ok := rules.Lookup(domain, typ); return ok }
 
 // Differentiable reports whether a value of type dt can carry a gradient.
 func Differentiable(dt ir.DType) bool {
@@ -73,7 +62,8 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 	if !active[loss.ID] {
 		return nil, fmt.Errorf("autodiff: loss %q does not depend on any parameter", loss.Name)
 	}
-	// useful: active and the loss depends on it (backward sweep).
+	// useful: active and the loss depends on it through inputs that
+	// carry gradients (backward sweep; ir.Schema.NoGrad).
 	useful := make([]bool, nv)
 	useful[loss.ID] = true
 	for i := len(order) - 1; i >= 0; i-- {
@@ -87,8 +77,8 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 		if !reaches {
 			continue
 		}
-		for _, in := range op.Inputs() {
-			if in != nil && active[in.ID] {
+		for j, in := range op.Inputs() {
+			if in != nil && active[in.ID] && carries(op, j) {
 				useful[in.ID] = true
 			}
 		}
@@ -117,7 +107,7 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 		need := make([]bool, len(op.Inputs()))
 		needAny := false
 		for j, in := range op.Inputs() {
-			if in != nil && useful[in.ID] {
+			if in != nil && useful[in.ID] && carries(op, j) {
 				need[j] = true
 				needAny = true
 			}
@@ -125,7 +115,7 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 		if !needAny {
 			continue
 		}
-		r, ok := rules[ruleKey(op.Domain, op.Type)]
+		r, ok := rules.Of(op)
 		if !ok {
 			return nil, fmt.Errorf("autodiff: %s: %w for %s", op.Describe(), ErrNoRule, op.QualifiedType())
 		}
@@ -153,6 +143,13 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 		out[i] = grads[v.ID]
 	}
 	return out, nil
+}
+
+// carries reports whether input j of op may carry a gradient: not one
+// its schema lists in NoGrad.
+func carries(op *ir.Op, j int) bool {
+	s := ir.LookupSchema(op.Domain, op.Type)
+	return s == nil || s.HasGrad(j)
 }
 
 // SavedForBackward lists the forward values (graph inputs, weights and

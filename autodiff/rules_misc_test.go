@@ -205,7 +205,7 @@ func TestNoGradientRules(t *testing.T) {
 	check := func(v *ir.Value) {
 		t.Helper()
 		op := v.Def
-		r, ok := rules[ruleKey(op.Domain, op.Type)]
+		r, ok := rules.Of(op)
 		if !ok {
 			t.Fatalf("%s has no rule", op.Type)
 		}
@@ -242,75 +242,3 @@ func TestNoGradientRules(t *testing.T) {
 	}
 }
 
-// noRule lists the ops of the op table that have no gradient rule, each
-// with the reason. A loss that depends on a parameter through one of
-// them fails with ErrNoRule rather than train with a wrong gradient.
-// An entry whose rule has since been written is an error: the list
-// must stay the truth.
-var noRule = map[string]string{
-	// Lp pooling: no model tsplit trains uses it.
-	"LpPool": "not written", "GlobalLpPool": "not written",
-
-	// Normalization outside the nn set above.
-	"InstanceNormalization": "not written: no supported model trains through it yet",
-
-	// Trigonometric and hyperbolic functions: smooth, but no model
-	// tsplit trains uses them; they would join rules_elementwise.go.
-	"Sin": "unused", "Cos": "unused", "Tan": "unused",
-	"Asin": "unused", "Acos": "unused", "Atan": "unused",
-	"Sinh": "unused", "Cosh": "unused",
-	"Asinh": "unused", "Acosh": "unused", "Atanh": "unused",
-
-	// Activations beyond the common ones.
-	"Elu": "not written", "Selu": "not written", "Celu": "not written",
-	"PRelu":           "not written (needs the slope's broadcast gradient)",
-	"ThresholdedRelu": "not written", "HardSwish": "not written",
-	"Mish": "not written", "Softsign": "not written",
-
-	// Piecewise-constant ops: their derivative is 0 almost everywhere.
-	// They have no rule so that a loss depending on a parameter only
-	// through them is reported instead of silently getting no update.
-	"Floor": "zero a.e.", "Ceil": "zero a.e.", "Round": "zero a.e.",
-	"Sign": "zero a.e.", "Hardmax": "zero a.e. (one-hot output)",
-
-	// Others.
-	"Mod":             "not written (x: 1; y: −trunc or −floor of x/y)",
-	"OneHot":          "indices have none; the values input's gradient is not written",
-	"ScatterElements": "not written (data: dy masked at the written positions; updates: GatherElements of dy)",
-	"ScatterND":       "not written (data: dy masked at the written slices; updates: GatherND of dy)",
-	"ReduceL1":        "not written (sign(x)·dy)",
-	"ReduceLogSum":    "not written (dy / Σx)",
-	"ReduceLogSumExp": "not written (dy · exp(x − y))",
-
-	// tsplit's transfer ops are inserted by the planner after the
-	// backward graph exists; they are never differentiated.
-	tsplitOp + "SwapIn": "planner op", tsplitOp + "SwapOut": "planner op",
-}
-
-// tsplitOp prefixes the allowlist keys of tsplit's own ops.
-const tsplitOp = ir.Domain + ":"
-
-func TestEveryOpHasARuleOrIsListed(t *testing.T) {
-	inTable := map[string]bool{}
-	for _, s := range ir.Schemas() {
-		key := s.Type
-		if s.Domain != "" {
-			key = s.Domain + ":" + s.Type
-		}
-		inTable[key] = true
-		if HasRule(s.Domain, s.Type) {
-			if _, listed := noRule[key]; listed {
-				t.Errorf("%s has a rule now; remove its allowlist entry", key)
-			}
-			continue
-		}
-		if _, listed := noRule[key]; !listed {
-			t.Errorf("op %s has no gradient rule and is not in the allowlist of ops without one", key)
-		}
-	}
-	for key := range noRule {
-		if !inTable[key] {
-			t.Errorf("allowlist entry %s is not an op of the table", key)
-		}
-	}
-}

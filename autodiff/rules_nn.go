@@ -608,20 +608,6 @@ func globalMaxPoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir
 
 // ---- normalisation ----
 
-// batchNormTraining mirrors the kernel: training_mode=1, or, without the
-// attribute (opset < 14), any output beyond Y.
-func batchNormTraining(op *ir.Op) bool {
-	if a := op.Attr("training_mode"); a != nil {
-		return a.Int == 1
-	}
-	for _, v := range op.Outputs()[min(1, len(op.Outputs())):] {
-		if v != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // batchNormGrad: Y = γ·x̂ + β with x̂ = (X - μ)·invstd per channel. In
 // training mode μ and σ² are the batch statistics (recomputed here with
 // ReduceMean) and
@@ -647,7 +633,7 @@ func batchNormGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Val
 		bshape[i] = 1
 	}
 	bshape[1] = C
-	training := batchNormTraining(op)
+	training := ir.BatchNormTraining(op)
 	needXhat := need[1] || (need[0] && training)
 	var xc, invstd *ir.Value
 	if needXhat || need[0] {

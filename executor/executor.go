@@ -344,8 +344,8 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 				hostS.submit(t)
 				break
 			}
-			if off, ok := ir.ContiguousSlice(op); ok {
-				// A contiguous slice of a host tensor is a view of it: no
+			if off, ok := ir.ViewOf(op); ok {
+				// A view of a host tensor (ir.ViewOf: a contiguous Slice): no
 				// copy (TSPLIT §V-C). The task only orders its readers
 				// after the input's producer.
 				src, out := op.Input(0), op.Output(0)

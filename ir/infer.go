@@ -118,6 +118,9 @@ func Infer(op *Op, opset int64) ([]DType, []Shape, []*Tensor, error) {
 	if err := s.CheckSignature(op); err != nil {
 		return nil, nil, nil, err
 	}
+	if s.Domain == "" && opset < s.Since {
+		return nil, nil, nil, fmt.Errorf("%s: %s exists since opset %d; the model imports opset %d", op.Describe(), s.Type, s.Since, opset)
+	}
 	for i, v := range op.inputs {
 		if v != nil && !v.DType.Valid() {
 			return nil, nil, nil, fmt.Errorf("%s: input %d (%q) has no type", op.Describe(), i, v.Name)

@@ -193,12 +193,7 @@ func (o *Op) AttrFloats(name string, def []float32) []float32 {
 }
 
 // QualifiedType is "domain:Type", or just Type in the default domain.
-func (o *Op) QualifiedType() string {
-	if o.Domain == "" || o.Domain == "ai.onnx" {
-		return o.Type
-	}
-	return o.Domain + ":" + o.Type
-}
+func (o *Op) QualifiedType() string { return qualified(o.Domain, o.Type) }
 
 // Describe names the op for error messages: its node name and type.
 func (o *Op) Describe() string {

@@ -21,13 +21,14 @@ func init() {
 			"value_string": AttrString, "value_strings": AttrStrings,
 		}, Infer: inferConstant})
 	Register(&Schema{Type: "ConstantOfShape", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"value": AttrTensor}, Infer: inferConstantOfShape})
-	Register(&Schema{Type: "Range", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferRange})
+		Attrs: map[string]AttrType{"value": AttrTensor}, Infer: inferConstantOfShape, Since: 9})
+	Register(&Schema{Type: "Range", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferRange, Since: 11})
 	// Cast and CastLike gained saturate (float8 targets) in opset 19.
 	Register(&Schema{Type: "Cast", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"to": AttrInt, "saturate": AttrInt}, Infer: inferCast})
+		Attrs: map[string]AttrType{"to": AttrInt, "saturate": AttrInt}, Infer: inferCast, Elementwise: true})
+	// CastLike reads input 1 for its type only: not elementwise in it.
 	Register(&Schema{Type: "CastLike", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"saturate": AttrInt}, Infer: inferCast})
+		Attrs: map[string]AttrType{"saturate": AttrInt}, Infer: inferCast, NoGrad: []int{1}, Since: 15})
 }
 
 func inferShape(c *InferCtx) error {

@@ -5,50 +5,76 @@ import "math"
 // Inference rules for elementwise ops. Every file named shapes_*.go
 // registers the schemas of one family of operators.
 
+// Every op here is Elementwise. The ones whose output has input 0's
+// type are also InPlace: their kernels compute each element from the
+// inputs at its own position.
 func init() {
-	for _, t := range []string{"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Neg", "Abs", "Exp", "Log", "Reciprocal", "Floor", "Ceil",
-		"Sign", "Round", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-		"Softplus", "Softsign", "HardSwish", "Mish"} {
-		Register(&Schema{Type: t, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferUnary(foldUnary(t))})
+	// Unary functions, grouped by the opset that introduced them.
+	for _, g := range []struct {
+		since int64
+		types []string
+	}{
+		{0, []string{"Relu", "Sigmoid", "Tanh", "Sqrt", "Neg", "Abs", "Exp", "Log", "Reciprocal", "Floor", "Ceil",
+			"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Softplus", "Softsign"}},
+		{9, []string{"Erf", "Sign", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}},
+		{11, []string{"Round"}},
+		{14, []string{"HardSwish"}},
+		{18, []string{"Mish"}},
+	} {
+		for _, t := range g.types {
+			Register(&Schema{Type: t, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferUnary(foldUnary(t)),
+				Elementwise: true, InPlace: true, Since: g.since})
+		}
 	}
-	Register(&Schema{Type: "Identity", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferIdentity})
-	Register(&Schema{Type: "LeakyRelu", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"alpha": AttrFloat}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "Gelu", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"approximate": AttrString}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "HardSigmoid", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"alpha": AttrFloat, "beta": AttrFloat}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "Elu", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"alpha": AttrFloat}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "Celu", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"alpha": AttrFloat}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "ThresholdedRelu", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"alpha": AttrFloat}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "Selu", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"alpha": AttrFloat, "gamma": AttrFloat}, Infer: inferUnary(nil)})
-	Register(&Schema{Type: "Not", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferNot})
-	Register(&Schema{Type: "IsNaN", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferIsFloatClass})
+	Register(&Schema{Type: "Identity", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferIdentity,
+		Elementwise: true, InPlace: true, View: WholeView})
+	// Activations with attributes (alpha, beta, ...), by first opset.
+	activation := func(t string, since int64, attrs map[string]AttrType) {
+		Register(&Schema{Type: t, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Attrs: attrs, Infer: inferUnary(nil),
+			Elementwise: true, InPlace: true, Since: since})
+	}
+	alpha := map[string]AttrType{"alpha": AttrFloat}
+	activation("LeakyRelu", 0, alpha)
+	activation("Gelu", 20, map[string]AttrType{"approximate": AttrString})
+	activation("HardSigmoid", 0, map[string]AttrType{"alpha": AttrFloat, "beta": AttrFloat})
+	activation("Elu", 0, alpha)
+	activation("Celu", 12, alpha)
+	activation("ThresholdedRelu", 10, alpha)
+	activation("Selu", 0, map[string]AttrType{"alpha": AttrFloat, "gamma": AttrFloat})
+	Register(&Schema{Type: "Not", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferNot, Elementwise: true, InPlace: true})
+	Register(&Schema{Type: "IsNaN", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferIsFloatClass,
+		Elementwise: true, Since: 9})
 	Register(&Schema{Type: "IsInf", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"detect_negative": AttrInt, "detect_positive": AttrInt}, Infer: inferIsFloatClass})
-	Register(&Schema{Type: "PRelu", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferPRelu})
+		Attrs: map[string]AttrType{"detect_negative": AttrInt, "detect_positive": AttrInt}, Infer: inferIsFloatClass,
+		Elementwise: true, Since: 10})
+	Register(&Schema{Type: "PRelu", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferPRelu, Elementwise: true, InPlace: true})
 	// Clip takes min/max as inputs since opset 11; the opset-6 attributes
-	// are accepted too.
+	// are accepted too. The bounds get no gradient.
 	Register(&Schema{Type: "Clip", MinIn: 1, MaxIn: 3, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"min": AttrFloat, "max": AttrFloat}, Infer: inferClip})
+		Attrs: map[string]AttrType{"min": AttrFloat, "max": AttrFloat}, Infer: inferClip,
+		Elementwise: true, InPlace: true, NoGrad: []int{1, 2}})
 
+	binary := func(t string, cmp, inPlace bool, since int64) {
+		Register(&Schema{Type: t, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferBinary(t, cmp),
+			Elementwise: true, InPlace: inPlace, Since: since})
+	}
 	for _, t := range []string{"Add", "Sub", "Mul", "Div", "Pow"} {
-		Register(&Schema{Type: t, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferBinary(t, false)})
+		binary(t, false, true, 0)
 	}
-	for _, t := range []string{"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"} {
-		Register(&Schema{Type: t, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferBinary(t, true)})
+	for _, t := range []string{"Equal", "Less", "Greater"} {
+		binary(t, true, false, 0)
 	}
+	binary("LessOrEqual", true, false, 12)
+	binary("GreaterOrEqual", true, false, 12)
 	for _, t := range []string{"And", "Or", "Xor"} {
-		Register(&Schema{Type: t, MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferBinary(t, true)})
+		binary(t, true, true, 0)
 	}
 	Register(&Schema{Type: "Mod", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"fmod": AttrInt}, Infer: inferBinary("Mod", false)})
+		Attrs: map[string]AttrType{"fmod": AttrInt}, Infer: inferBinary("Mod", false),
+		Elementwise: true, InPlace: true, Since: 10})
 	for _, t := range []string{"Max", "Min", "Sum", "Mean"} {
-		Register(&Schema{Type: t, MinIn: 1, MaxIn: -1, MinOut: 1, MaxOut: 1, Infer: inferBinary(t, false)})
+		Register(&Schema{Type: t, MinIn: 1, MaxIn: -1, MinOut: 1, MaxOut: 1, Infer: inferBinary(t, false),
+			Elementwise: true, InPlace: true})
 	}
 }
 

@@ -42,12 +42,12 @@ func init() {
 	// running_var) and the training_mode attribute.
 	Register(&Schema{Type: "BatchNormalization", MinIn: 5, MaxIn: 5, MinOut: 1, MaxOut: 5,
 		Attrs: map[string]AttrType{"epsilon": AttrFloat, "momentum": AttrFloat, "training_mode": AttrInt},
-		Infer: inferBatchNorm})
+		Infer: inferBatchNorm, NoGrad: []int{3, 4}}) // the running statistics get none
 	Register(&Schema{Type: "InstanceNormalization", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"epsilon": AttrFloat}, Infer: inferInstanceNorm})
 	Register(&Schema{Type: "LayerNormalization", MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 3,
 		Attrs: map[string]AttrType{"axis": AttrInt, "epsilon": AttrFloat, "stash_type": AttrInt},
-		Infer: inferLayerNorm})
+		Infer: inferLayerNorm, Since: 17})
 
 	for _, t := range []string{"Softmax", "LogSoftmax", "Hardmax"} {
 		Register(&Schema{Type: t, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
@@ -56,7 +56,8 @@ func init() {
 	// Dropout: opset 10-11 has the ratio attribute and one input; opset
 	// 12+ takes ratio and training_mode as inputs and has a seed.
 	Register(&Schema{Type: "Dropout", MinIn: 1, MaxIn: 3, MinOut: 1, MaxOut: 2,
-		Attrs: map[string]AttrType{"ratio": AttrFloat, "seed": AttrInt}, Infer: inferDropout})
+		Attrs: map[string]AttrType{"ratio": AttrFloat, "seed": AttrInt}, Infer: inferDropout,
+		Random: true, NoGrad: []int{1, 2}})
 
 	Register(&Schema{Type: "Gemm", MinIn: 2, MaxIn: 3, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"alpha": AttrFloat, "beta": AttrFloat, "transA": AttrInt, "transB": AttrInt},
@@ -434,6 +435,25 @@ func channelParams(c *InferCtx, ch int64, names []string, idx ...int) error {
 		}
 	}
 	return nil
+}
+
+// BatchNormTraining reports whether a BatchNormalization op normalises
+// with the statistics of its batch rather than its running ones:
+// training_mode=1 (opset 14+), or, without that attribute, an output
+// beyond Y (opset 9-13, whose extra outputs exist only in training;
+// inferBatchNorm rejects them at opset 14+ without training_mode=1, so
+// the test needs no opset). The kernel, the gradient rule and the split
+// rule all ask this one function.
+func BatchNormTraining(op *Op) bool {
+	if a := op.Attr("training_mode"); a != nil {
+		return a.Int == 1
+	}
+	for _, v := range op.Outputs()[min(1, len(op.Outputs())):] {
+		if v != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func inferBatchNorm(c *InferCtx) error {

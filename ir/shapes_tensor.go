@@ -11,38 +11,44 @@ func init() {
 	// Split: the split sizes are an attribute up to opset 12 and an
 	// optional input since 13; num_outputs exists since 18.
 	Register(&Schema{Type: "Split", MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: -1,
-		Attrs: map[string]AttrType{"axis": AttrInt, "split": AttrInts, "num_outputs": AttrInt}, Infer: inferSplit})
+		Attrs: map[string]AttrType{"axis": AttrInt, "split": AttrInts, "num_outputs": AttrInt}, Infer: inferSplit,
+		NoGrad: []int{1}})
 	// Slice: inputs since opset 10; the opset-1 attributes are accepted.
 	Register(&Schema{Type: "Slice", MinIn: 1, MaxIn: 5, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"starts": AttrInts, "ends": AttrInts, "axes": AttrInts}, Infer: inferSlice})
+		Attrs: map[string]AttrType{"starts": AttrInts, "ends": AttrInts, "axes": AttrInts}, Infer: inferSlice,
+		View: OffsetView, ViewAt: contiguousSlice, NoGrad: []int{1, 2, 3, 4}})
 	// Pad: pads and constant_value are inputs since opset 11, axes since
 	// 18; the opset-2 attributes pads/value are accepted.
 	Register(&Schema{Type: "Pad", MinIn: 1, MaxIn: 4, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"mode": AttrString, "pads": AttrInts, "value": AttrFloat}, Infer: inferPad})
+		Attrs: map[string]AttrType{"mode": AttrString, "pads": AttrInts, "value": AttrFloat}, Infer: inferPad,
+		NoGrad: []int{1, 3}}) // constant_value (2) has a gradient
 	Register(&Schema{Type: "Reshape", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"allowzero": AttrInt}, Infer: inferReshape})
+		Attrs: map[string]AttrType{"allowzero": AttrInt}, Infer: inferReshape, View: WholeView, NoGrad: []int{1}})
 	Register(&Schema{Type: "Flatten", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferFlatten})
+		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferFlatten, View: WholeView})
 	Register(&Schema{Type: "Transpose", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"perm": AttrInts}, Infer: inferTranspose})
 	// Squeeze/Unsqueeze: axes attribute up to opset 12, input since 13.
 	Register(&Schema{Type: "Squeeze", MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferSqueeze})
+		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferSqueeze, View: WholeView, NoGrad: []int{1}})
 	Register(&Schema{Type: "Unsqueeze", MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferUnsqueeze})
-	Register(&Schema{Type: "Expand", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferExpand})
-	Register(&Schema{Type: "Tile", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferTile})
+		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferUnsqueeze, View: WholeView, NoGrad: []int{1}})
+	Register(&Schema{Type: "Expand", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferExpand,
+		NoGrad: []int{1}, Since: 8})
+	Register(&Schema{Type: "Tile", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferTile, NoGrad: []int{1}})
 	Register(&Schema{Type: "Gather", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferGather})
+		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferGather, NoGrad: []int{1}})
 	Register(&Schema{Type: "GatherElements", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferGatherElements})
+		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferGatherElements, NoGrad: []int{1}, Since: 11})
 	Register(&Schema{Type: "ScatterElements", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axis": AttrInt, "reduction": AttrString}, Infer: inferScatterElements})
+		Attrs: map[string]AttrType{"axis": AttrInt, "reduction": AttrString}, Infer: inferScatterElements,
+		NoGrad: []int{1}, Since: 11})
 	Register(&Schema{Type: "ScatterND", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"reduction": AttrString}, Infer: inferScatterND})
+		Attrs: map[string]AttrType{"reduction": AttrString}, Infer: inferScatterND, NoGrad: []int{1}, Since: 11})
 	Register(&Schema{Type: "OneHot", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferOneHot})
-	Register(&Schema{Type: "Where", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferWhere})
+		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferOneHot, NoGrad: []int{0, 1}, Since: 9})
+	Register(&Schema{Type: "Where", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferWhere,
+		Elementwise: true, NoGrad: []int{0}, Since: 9})
 }
 
 func inferConcat(c *InferCtx) error {
@@ -942,14 +948,15 @@ func foldIndices(c *InferCtx, it *Tensor, axis int, dim int64) ([]int64, error) 
 	return idx, nil
 }
 
-// ContiguousSlice reports whether a Slice's output is one contiguous run
-// of its input's bytes, and the byte offset where the run starts: the
-// dimensions after the innermost cut axis are taken whole, the ones
-// before it one element at a time, and the cut axis itself with step 1.
-// A split along the outermost dimension that is not 1 always is. Such a slice
-// needs no copy (TSPLIT §V-C): the runtime hands out a view of the input
-// and the memory model and simulator charge it nothing.
-func ContiguousSlice(op *Op) (int64, bool) {
+// contiguousSlice is Slice's ViewAt: it reports whether a Slice's output
+// is one contiguous run of its input's bytes, and the byte offset where
+// the run starts: the dimensions after the innermost cut axis are taken
+// whole, the ones before it one element at a time, and the cut axis
+// itself with step 1. A split along the outermost dimension that is not
+// 1 always is. On the host such a slice needs no copy (TSPLIT §V-C): the
+// runtime hands out a view of the input and the memory model and
+// simulator charge it nothing (see View).
+func contiguousSlice(op *Op) (int64, bool) {
 	if op.Type != "Slice" || op.Domain != "" || len(op.Inputs()) == 0 || op.Input(0) == nil || op.Output(0) == nil {
 		return 0, false
 	}

@@ -325,7 +325,7 @@ func TestDataMovementFolds(t *testing.T) {
 
 // A slice is a view exactly when its output is one contiguous run of the
 // input: cut along the first dimension that is not 1, the rest whole.
-func TestContiguousSlice(t *testing.T) {
+func TestSliceView(t *testing.T) {
 	for _, c := range []struct {
 		name                     string
 		data                     Shape
@@ -351,9 +351,9 @@ func TestContiguousSlice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			off, ok := ContiguousSlice(op)
+			off, ok := ViewOf(op)
 			if ok != c.ok || (ok && off != c.off) {
-				t.Fatalf("ContiguousSlice = %d, %v; want %d, %v", off, ok, c.off, c.ok)
+				t.Fatalf("ViewOf = %d, %v; want %d, %v", off, ok, c.off, c.ok)
 			}
 		})
 	}

@@ -184,9 +184,7 @@ func verifyOp(m *Model, op *Op, bad func(string, ...any)) {
 // Opset returns the operator-set version imported for a domain. The
 // default domain falls back to the newest version tsplit knows.
 func (m *Model) Opset(domain string) int64 {
-	if domain == "ai.onnx" {
-		domain = ""
-	}
+	domain = normDomain(domain)
 	if v, ok := m.Opsets[domain]; ok {
 		return v
 	}

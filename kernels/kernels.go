@@ -67,30 +67,34 @@ type Kernel struct {
 	DTypes []ir.DType
 }
 
-var table = map[string]*Kernel{}
+// CPU is the op registry's slot of the CPU reference kernels. A device
+// with kernels of its own (CUDA) declares a slot of its own beside it;
+// the memory model sizes an op's scratch from the Workspace of the
+// kernel that will run it.
+var CPU = ir.NewSlot[*Kernel]("kernel/cpu")
 
-func key(domain, typ string) string {
-	if domain == "ai.onnx" {
-		domain = ""
+func init() {
+	CPU.OptOut("", "LpPool", "not written: no model tsplit runs uses Lp pooling")
+	CPU.OptOut("", "GlobalLpPool", "not written: no model tsplit runs uses Lp pooling")
+	for _, t := range []string{"SwapOut", "SwapIn"} {
+		CPU.OptOut(ir.Domain, t, "a transfer: the executor runs it on a copy stream (Device.ToHost/ToDevice)")
 	}
-	return domain + ":" + typ
 }
 
-// Register adds the kernel of domain:typ. Duplicates panic (init-time
-// programming error).
+// Register fills the CPU slot of domain:typ. Duplicates panic (init-time
+// programming error), as do ops outside the registry.
 func Register(domain, typ string, k Kernel) {
-	kk := key(domain, typ)
-	if _, dup := table[kk]; dup {
-		panic("kernels: duplicate kernel " + kk)
-	}
 	if k.Run == nil {
-		panic("kernels: kernel " + kk + " has no Run")
+		panic("kernels: kernel " + typ + " has no Run")
 	}
-	table[kk] = &k
+	CPU.Set(domain, typ, &k)
 }
 
-// Lookup returns the kernel of an op, or nil.
-func Lookup(domain, typ string) *Kernel { return table[key(domain, typ)] }
+// Lookup returns the CPU kernel of an op, or nil.
+func Lookup(domain, typ string) *Kernel {
+	k, _ := CPU.Lookup(domain, typ)
+	return k
+}
 
 // Supported reports whether op has a kernel that accepts its input type.
 func Supported(op *ir.Op) error {

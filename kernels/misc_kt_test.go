@@ -129,10 +129,10 @@ func ktRun(t testing.TB, opset int64, typ string, ins []ktIn, nOut int, attrs ..
 	return out
 }
 
-// ktRun1 is ktRun for a single output at opset 18.
+// ktRun1 is ktRun for a single output at opset 20 (Gelu's first).
 func ktRun1(t testing.TB, typ string, ins []ktIn, attrs ...ir.Attr) *Tensor {
 	t.Helper()
-	return ktRun(t, 18, typ, ins, 1, attrs...)[0]
+	return ktRun(t, 20, typ, ins, 1, attrs...)[0]
 }
 
 // ktErr builds the op (inference must succeed) and expects its kernel

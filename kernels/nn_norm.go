@@ -16,23 +16,6 @@ func init() {
 		func(i int, dt ir.DType) bool { return i > 0 && (dt == ir.Float || dt == ir.Double) }) // stash_type
 }
 
-// batchNormTraining reports whether op normalises with batch statistics:
-// training_mode=1 (opset 14+), or, without that attribute, more than one
-// output (opset 9-13, whose extra outputs exist only in training; ir's
-// inference rejects them at opset 14+ without training_mode=1, so the
-// rule needs no opset).
-func batchNormTraining(op *ir.Op) bool {
-	if a := op.Attr("training_mode"); a != nil {
-		return a.Int == 1
-	}
-	for _, v := range op.Outputs()[min(1, len(op.Outputs())):] {
-		if v != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // runBatchNorm: inference normalises with the running statistics,
 // y = scale·(x - mean)/sqrt(var + epsilon) + B. Training normalises with
 // the batch mean and biased batch variance over N and the spatial
@@ -61,7 +44,7 @@ func (floatK[T]) batchNorm(c *Ctx) error {
 	scale, bias, mean, vr := viewAs[T](c.In[1]), viewAs[T](c.In[2]), viewAs[T](c.In[3]), viewAs[T](c.In[4])
 	eps := float64(c.Op.AttrFloat("epsilon", 1e-5))
 	momentum := float64(c.Op.AttrFloat("momentum", 0.9))
-	training := batchNormTraining(c.Op)
+	training := ir.BatchNormTraining(c.Op)
 	out := func(i int) []T {
 		if i < len(c.Out) && c.Out[i] != nil {
 			return viewAs[T](c.Out[i])

@@ -215,7 +215,7 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 				end = n
 			}
 			if onHost(v) {
-				if _, view := ir.ContiguousSlice(op); view || mergeOf[v.ID] {
+				if _, view := ir.ViewOf(op); view || mergeOf[v.ID] {
 					continue // a view of its input, or part of a merge
 				}
 				start := i

@@ -447,8 +447,9 @@ next:
 
 // ftBuilder accumulates the splits of one op.
 type ftBuilder struct {
-	op   *ir.Op
-	maps []DimMap
+	op    *ir.Op
+	opset int64 // of the op's domain in its model
+	maps  []DimMap
 }
 
 // concat starts a concat split along output dimension d, every input
@@ -511,283 +512,38 @@ func (b *ftBuilder) elementwise(skip ...int) {
 	}
 }
 
-// ftElementwise are the ops whose output element depends on the input
-// elements at the same (broadcast) position only.
-var ftElementwise = map[string]bool{}
+// splitRule is an op's entry in the op registry's split slot (the
+// FT-compatibility rule of the op, cf. MLIR's TilingInterface): it adds
+// the op's candidate splits to a builder. reshape marks the row-major
+// reshapes, whose output dimensions take their sample/parameter labels
+// from groups of input dimensions (ftReshapeGroups) rather than one to
+// one.
+type splitRule struct {
+	maps    func(b *ftBuilder)
+	reshape bool
+}
+
+// splitRules is the split slot. Rules are registered per op in
+// ftcompat_rules.go; elementwise ops (ir.Schema.Elementwise) share the
+// slot's declared default, a split along every dimension.
+var splitRules = ir.NewSlot[splitRule]("split")
 
 func init() {
-	for _, t := range strings.Fields(`Abs Acos Acosh Add And Asin Asinh Atan Atanh Cast Ceil Celu Clip
-		Cos Cosh Div Elu Equal Erf Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity
-		IsInf IsNaN LeakyRelu Less LessOrEqual Log Max Mean Min Mish Mod Mul Neg Not Or PRelu Pow
-		Reciprocal Relu Round Selu Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Tan Tanh
-		ThresholdedRelu Where Xor`) {
-		ftElementwise[t] = true
-	}
+	splitRules.Derive("elementwise: every dimension, inputs following where their broadcast extent matches",
+		func(s *ir.Schema) (splitRule, bool) {
+			return splitRule{maps: func(b *ftBuilder) { b.elementwise() }}, s.Elementwise
+		})
 }
 
 // ftMaps lists the candidate splits of op (before validation and
-// labelling). Ops it does not know have none.
+// labelling): its split rule's. Ops without one have none.
 func ftMaps(op *ir.Op, opset int64) []DimMap {
-	b := &ftBuilder{op: op}
-	y := op.Output(0)
-	x := op.Input(0)
-	if y == nil {
+	r, ok := splitRules.Of(op)
+	if !ok || op.Output(0) == nil || op.Input(0) == nil {
 		return nil
 	}
-	if op.Domain == ir.Domain {
-		if op.Type == "SwapIn" || op.Type == "SwapOut" {
-			b.elementwise()
-		}
-		return b.maps
-	}
-	if op.Domain != "" && op.Domain != "ai.onnx" {
-		return nil
-	}
-	if ftElementwise[op.Type] {
-		b.elementwise()
-		return b.maps
-	}
-	if x == nil {
-		return nil
-	}
-	r := len(x.Shape)
-	switch op.Type {
-	case "CastLike":
-		b.elementwise(1)
-	case "Dropout":
-		b.dropout()
-	case "Conv":
-		b.conv()
-	case "ConvTranspose":
-		b.convTranspose()
-	case "MaxPool", "AveragePool", "LpPool":
-		b.pool()
-	case "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool":
-		b.concat(0).Inputs[0] = ftFollow(0)
-		b.concat(1).Inputs[0] = ftFollow(1)
-	case "BatchNormalization":
-		b.batchNorm()
-	case "InstanceNormalization":
-		b.concat(0).Inputs[0] = ftFollow(0)
-		dm := b.concat(1)
-		dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = ftFollow(1), ftFollow(0), ftFollow(0)
-	case "LayerNormalization":
-		axis, ok := ftNormAxis(op.AttrInt("axis", -1), r)
-		if !ok {
-			return nil
-		}
-		for d := 0; d < axis; d++ {
-			b.concat(d).Inputs[0] = ftFollow(d)
-		}
-	case "Softmax", "LogSoftmax", "Hardmax":
-		def := int64(-1)
-		if opset < 13 {
-			def = 1
-		}
-		axis, ok := ftNormAxis(op.AttrInt("axis", def), r)
-		if !ok {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			// Before opset 13 the input is coerced to 2-D at axis: the
-			// dimensions from axis on form one softmax row.
-			if d == axis || (opset < 13 && d > axis) {
-				continue
-			}
-			b.concat(d).Inputs[0] = ftFollow(d)
-		}
-	case "Gemm":
-		b.gemm()
-	case "MatMul":
-		b.matmul()
-	case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
-		for _, gr := range ftReshapeGroups(op) {
-			if gr.sigma == 0 {
-				continue
-			}
-			dm := b.concat(gr.out[0])
-			dm.Inputs[0] = InputMap{Dim: gr.in[0], Scale: gr.sigma, HaloHi: gr.sigma - 1}
-			if op.Type == "Reshape" {
-				dm.Rewrite = RewriteShape
-			}
-		}
-	case "Transpose":
-		perm := op.AttrInts("perm", nil)
-		for d := 0; d < len(y.Shape); d++ {
-			p := len(y.Shape) - 1 - d
-			if perm != nil {
-				p = int(perm[d])
-			}
-			b.concat(d).Inputs[0] = ftFollow(p)
-		}
-	case "Concat":
-		axis, ok := ftNormAxis(op.AttrInt("axis", 0), len(y.Shape))
-		if !ok {
-			return nil
-		}
-		for d := 0; d < len(y.Shape); d++ {
-			if d == axis {
-				continue
-			}
-			dm := b.concat(d)
-			for j := range op.Inputs() {
-				dm.Inputs[j] = ftFollow(d)
-			}
-		}
-	case "Split":
-		axis, _, err := ir.SplitSizes(op, opset)
-		if err != nil {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			if d != axis {
-				b.concat(d).Inputs[0] = ftFollow(d)
-			}
-		}
-	case "Slice":
-		first, step, count, err := ir.SliceRanges(op)
-		if err != nil || len(first) != r {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			if first[d] == 0 && step[d] == 1 && count[d] == x.Shape[d] {
-				b.concat(d).Inputs[0] = ftFollow(d)
-			}
-		}
-	case "Pad":
-		begin, end, err := ir.PadAmounts(op)
-		if err != nil || len(begin) != r {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			if begin[d] == 0 && end[d] == 0 {
-				b.concat(d).Inputs[0] = ftFollow(d)
-			}
-		}
-	case "Tile":
-		reps := ftConstInts(op.Input(1))
-		if len(reps) != r {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			if reps[d] == 1 {
-				b.concat(d).Inputs[0] = ftFollow(d)
-			}
-		}
-	case "Expand":
-		ro := len(y.Shape)
-		for d := 0; d < ro; d++ {
-			e := d - (ro - r)
-			if e >= 0 && x.Shape[e] == y.Shape[d] {
-				dm := b.concat(d)
-				dm.Inputs[0] = ftFollow(e)
-				dm.Rewrite = RewriteShape
-			}
-		}
-	case "Gather":
-		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
-		ind := op.Input(1)
-		if !ok || ind == nil {
-			return nil
-		}
-		q := len(ind.Shape)
-		for d := 0; d < len(y.Shape); d++ {
-			dm := b.concat(d)
-			switch {
-			case d < axis:
-				dm.Inputs[0] = ftFollow(d)
-			case d < axis+q:
-				dm.Inputs[1] = ftFollow(d - axis)
-			default:
-				dm.Inputs[0] = ftFollow(d - q + 1)
-			}
-		}
-	case "GatherElements":
-		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
-		if !ok {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			if d != axis {
-				dm := b.concat(d)
-				dm.Inputs[0], dm.Inputs[1] = ftFollow(d), ftFollow(d)
-			}
-		}
-	case "ScatterElements":
-		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
-		ind := op.Input(1)
-		if !ok || ind == nil || len(ind.Shape) != r {
-			return nil
-		}
-		for d := 0; d < r; d++ {
-			// Updates land at their own position on every dimension but
-			// the axis; a slice of the data takes the updates of the
-			// same slice when indices span the data on d.
-			if d != axis && ind.Shape[d] == x.Shape[d] {
-				dm := b.concat(d)
-				dm.Inputs[0], dm.Inputs[1], dm.Inputs[2] = ftFollow(d), ftFollow(d), ftFollow(d)
-			}
-		}
-	case "OneHot":
-		axis, ok := ftNormAxis(op.AttrInt("axis", -1), r+1)
-		if !ok {
-			return nil
-		}
-		for d := 0; d < len(y.Shape); d++ {
-			switch {
-			case d < axis:
-				b.concat(d).Inputs[0] = ftFollow(d)
-			case d > axis:
-				b.concat(d).Inputs[0] = ftFollow(d - 1)
-			}
-		}
-	case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-		"ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare":
-		red, noop, err := ir.ReduceAxes(op)
-		if err != nil {
-			return nil
-		}
-		if noop {
-			for d := 0; d < r; d++ {
-				b.concat(d).Inputs[0] = ftFollow(d)
-			}
-			return b.maps
-		}
-		keep := op.AttrInt("keepdims", 1) != 0
-		o := 0
-		for d := 0; d < r; d++ {
-			if !red[d] {
-				b.concat(o).Inputs[0] = ftFollow(d)
-				o++
-			} else if keep {
-				o++
-			}
-		}
-		switch op.Type {
-		case "ReduceSum", "ReduceSumSquare", "ReduceL1":
-			// Partial sums over slices of a reduced axis add up.
-			for d := 0; d < r; d++ {
-				if red[d] {
-					b.sum(x.Shape[d]).Inputs[0] = ftFollow(d)
-				}
-			}
-		}
-	case "ArgMax", "ArgMin":
-		axis, ok := ftNormAxis(op.AttrInt("axis", 0), r)
-		if !ok {
-			return nil
-		}
-		keep := op.AttrInt("keepdims", 1) != 0
-		o := 0
-		for d := 0; d < r; d++ {
-			if d != axis {
-				b.concat(o).Inputs[0] = ftFollow(d)
-			}
-			if d != axis || keep {
-				o++
-			}
-		}
-	}
+	b := &ftBuilder{op: op, opset: opset}
+	r.maps(b)
 	return b.maps
 }
 
@@ -942,14 +698,7 @@ func (b *ftBuilder) convTranspose() {
 // per-channel affine map, so every dimension does.
 func (b *ftBuilder) batchNorm() {
 	op, x := b.op, b.op.Input(0)
-	training := false
-	if a := op.Attr("training_mode"); a != nil {
-		training = a.Int == 1
-	} else {
-		for _, v := range op.Outputs()[1:] {
-			training = training || v != nil
-		}
-	}
+	training := ir.BatchNormTraining(op)
 	for d := range x.Shape {
 		if d != 1 && training {
 			continue
@@ -1076,12 +825,7 @@ type ftGroup struct {
 // dimension kept as it is has σ = 1; heads split off a hidden dimension
 // have σ = head size).
 func ftReshapeGroups(op *ir.Op) []ftGroup {
-	switch op.Type {
-	case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
-	default:
-		return nil
-	}
-	if op.Domain != "" && op.Domain != "ai.onnx" {
+	if r, ok := splitRules.Of(op); !ok || !r.reshape {
 		return nil
 	}
 	x, y := op.Input(0), op.Output(0)

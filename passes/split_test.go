@@ -82,7 +82,7 @@ func TestInsertSplit(t *testing.T) {
 	// x's pieces are rows: contiguous, so the host slices are views.
 	views := 0
 	for _, o := range m.Graph.Order() {
-		if _, ok := ir.ContiguousSlice(o); ok && o.Host {
+		if _, ok := ir.ViewOf(o); ok && o.Host {
 			views++
 		}
 	}

@@ -9,29 +9,32 @@ type Work struct {
 	FLOPs float64
 	Bytes float64 // bytes read and written
 	// View marks ops a GPU runtime performs without moving data
-	// (Reshape and friends): only a launch.
+	// (Reshape and friends, Shape): only a launch.
 	View bool
 }
 
-func elems(v *ir.Value) float64 {
-	if v == nil {
-		return 0
-	}
-	n, _ := v.Shape.NumElements()
-	return float64(n)
+// Cost is an op's entry in the op registry's cost slot.
+//
+// Bytes are not part of it: every op reads each input and writes each
+// output once (OpWork). Nor is the workspace: an op's scratch is what
+// the kernel of the device that runs it asks for (kernels.Kernel's
+// Workspace, in the device's kernel slot), which the memory model
+// counts; keeping it there leaves one source when a device with other
+// kernels (CUDA) declares its own.
+type Cost struct {
+	// FLOPs estimates the op's arithmetic from its values and
+	// attributes.
+	FLOPs func(op *ir.Op) float64
+	// Launch marks ops that move no data on a device: views and ops a
+	// runtime computes from shapes or attributes alone. They cost a
+	// kernel launch.
+	Launch bool
 }
 
-func prod(xs []int64) float64 {
-	p := 1.0
-	for _, x := range xs {
-		p *= float64(x)
-	}
-	return p
-}
-
-// views are ops that only reinterpret a buffer.
-var views = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true, "Unsqueeze": true, "Identity": true,
-	"Shape": true, "Size": true, "Constant": true}
+// costs is the cost slot. Entries are registered per op in costs.go;
+// views (ir.Schema.View) and elementwise ops share the slot's declared
+// default.
+var costs = ir.NewSlot[Cost]("cost")
 
 // OpWork estimates FLOPs and bytes of one op.
 func OpWork(op *ir.Op) Work {
@@ -46,48 +49,16 @@ func OpWork(op *ir.Op) Work {
 			w.Bytes += float64(v.Bytes())
 		}
 	}
-	if op.Domain == "" && views[op.Type] {
+	c, ok := costs.Of(op)
+	switch {
+	case !ok:
+		// An op outside the registry (never in a verified graph): one
+		// operation per element.
+		w.FLOPs = perElement(op)
+	case c.Launch:
 		w.View = true
-		return w
-	}
-	out := elems(op.Output(0))
-	in := elems(op.Input(0))
-	switch op.Type {
-	case "Conv":
-		wt := op.Input(1)
-		if wt != nil && len(wt.Shape) >= 2 {
-			// 2 · outputs · (C_in / group) · kernel area
-			w.FLOPs = 2 * out * float64(wt.Shape[1]) * prod(wt.Shape[2:])
-		}
-	case "ConvTranspose":
-		wt := op.Input(1)
-		if wt != nil && len(wt.Shape) >= 2 {
-			w.FLOPs = 2 * in * float64(wt.Shape[1]) * prod(wt.Shape[2:])
-		}
-	case "MatMul":
-		a := op.Input(0)
-		if a != nil && len(a.Shape) > 0 {
-			w.FLOPs = 2 * out * float64(a.Shape[len(a.Shape)-1])
-		}
-	case "Gemm":
-		a := op.Input(0)
-		if a != nil && len(a.Shape) == 2 {
-			k := a.Shape[1]
-			if op.AttrInt("transA", 0) != 0 {
-				k = a.Shape[0]
-			}
-			w.FLOPs = 2 * out * float64(k)
-		}
-	case "MaxPool", "AveragePool":
-		w.FLOPs = out * prod(op.AttrInts("kernel_shape", nil))
-	case "BatchNormalization", "LayerNormalization", "InstanceNormalization":
-		w.FLOPs = 8 * in
-	case "Softmax", "LogSoftmax":
-		w.FLOPs = 5 * in
-	case "Erf", "Exp", "Log", "Tanh", "Sigmoid", "Gelu", "Pow", "Sqrt":
-		w.FLOPs = 4 * out
 	default:
-		w.FLOPs = max(in, out)
+		w.FLOPs = c.FLOPs(op)
 	}
 	return w
 }

@@ -241,4 +241,3 @@ func TestNoGradientRules(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-

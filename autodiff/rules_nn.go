@@ -609,8 +609,10 @@ func globalMaxPoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir
 // ---- normalisation ----
 
 // batchNormGrad: Y = γ·x̂ + β with x̂ = (X - μ)·invstd per channel. In
-// training mode μ and σ² are the batch statistics (recomputed here with
-// ReduceMean) and
+// training mode (ir.BatchNormTraining) μ and σ² are the batch mean and
+// biased variance the kernel normalised with, recomputed here in the
+// graph with ReduceMean (since opset 14 the op has no output that saves
+// them), and
 //
 //	dX = γ·invstd·(dY - ΣdY/N - x̂·Σ(dY·x̂)/N)
 //

@@ -15,8 +15,12 @@
 // compile time (shape arithmetic of exported transformers) carry their
 // value in Value.Const, which is how shape subgraphs fold.
 //
-// The op table (Schema, Lookup) is the one description of operators in
-// tsplit: arity, attribute types and the shape/dtype inference rule.
-// The frontend, the verifier, and later the planner and the runtime all
-// read it.
+// The op registry (Schema, LookupSchema) is the one description of
+// operators in tsplit: arity, attribute types, the shape/dtype
+// inference rule and the op's traits (View, Elementwise, InPlace,
+// Random, NoGrad, Since). What other packages know about an op hangs on
+// the same entry through typed slots (Slot): the CPU kernel (package
+// kernels), the gradient rule (autodiff), the split rule (passes) and
+// the cost (profile). internal/opcoverage checks that every op fills,
+// derives or deliberately opts out of every slot.
 package ir

@@ -55,25 +55,7 @@ func (floatK[T]) batchNorm(c *Ctx) error {
 		for ci := lo; ci < hi; ci++ {
 			m, v := float64(mean[ci]), float64(vr[ci])
 			if training {
-				var s float64
-				for ni := 0; ni < n; ni++ {
-					for _, e := range x[(ni*ch+ci)*vol:][:vol] {
-						s += float64(e)
-					}
-				}
-				cnt := float64(n * vol)
-				bm := s / cnt
-				var ss float64
-				for ni := 0; ni < n; ni++ {
-					for _, e := range x[(ni*ch+ci)*vol:][:vol] {
-						d := float64(e) - bm
-						ss += d * d
-					}
-				}
-				bv := ss / cnt
-				if cnt == 0 {
-					bm, bv = math.NaN(), math.NaN()
-				}
+				bm, bv := meanVar(x, ci*vol, n, vol, ch*vol)
 				if o := out(1); o != nil {
 					o[ci] = T(m*momentum + bm*(1-momentum))
 				}
@@ -101,6 +83,31 @@ func (floatK[T]) batchNorm(c *Ctx) error {
 		}
 	})
 	return nil
+}
+
+// meanVar returns the mean and the biased (population) variance of n
+// blocks of vol elements, block i starting at x[off+i*stride], accumulated
+// in float64 in two passes (NaN for no element): the statistics that
+// BatchNormalization in training (the N blocks of a channel),
+// InstanceNormalization (a plane) and LayerNormalization (a row)
+// normalise with, written once.
+func meanVar[T elemFloat](x []T, off, n, vol, stride int) (mean, variance float64) {
+	var s float64
+	for i := 0; i < n; i++ {
+		for _, e := range x[off+i*stride:][:vol] {
+			s += float64(e)
+		}
+	}
+	cnt := float64(n * vol)
+	mean = s / cnt
+	var ss float64
+	for i := 0; i < n; i++ {
+		for _, e := range x[off+i*stride:][:vol] {
+			d := float64(e) - mean
+			ss += d * d
+		}
+	}
+	return mean, ss / cnt
 }
 
 // layerNormDims splits input 0 at the (normalised) axis: outer rows of
@@ -220,22 +227,12 @@ func (floatK[T]) layerNorm(c *Ctx) error {
 	return nil
 }
 
-// meanInvStd is the mean of v and 1/sqrt(variance + eps), with the
-// biased (population) variance, both computed in float64 (the
+// meanInvStd is the mean of v and 1/sqrt(variance + eps) (the
 // statistics of LayerNormalization's rows and InstanceNormalization's
 // planes).
 func meanInvStd[T elemFloat](v []T, eps float64) (mean, inv float64) {
-	var s float64
-	for _, e := range v {
-		s += float64(e)
-	}
-	mean = s / float64(len(v))
-	var ss float64
-	for _, e := range v {
-		d := float64(e) - mean
-		ss += d * d
-	}
-	return mean, 1 / math.Sqrt(ss/float64(len(v))+eps)
+	mean, variance := meanVar(v, 0, 1, len(v), len(v))
+	return mean, 1 / math.Sqrt(variance+eps)
 }
 
 // nnBroadcastTo fills dst (shape to) with src (shape from) broadcast

@@ -81,6 +81,13 @@ func init() {
 		pos := b.Op("Greater", []*ir.Value{x, b.Scalar(x.DType, 0)})
 		return []*ir.Value{b.Op("Where", []*ir.Value{pos, dy[0], b.Mul(dy[0], b.Scalar(x.DType, alpha))})}
 	})
+	Register("", "Shrink", func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
+		// y = x ∓ bias outside [−λ, λ], 0 inside: slope 1 where |x| > λ.
+		x := op.Input(0)
+		lambd := float64(op.AttrFloat("lambd", 0.5))
+		out := b.Op("Greater", []*ir.Value{b.Op("Abs", []*ir.Value{x}), b.Scalar(x.DType, lambd)})
+		return []*ir.Value{b.Op("Where", []*ir.Value{out, dy[0], b.Scalar(x.DType, 0)})}
+	})
 	Register("", "Sigmoid", func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
 		y := op.Output(0)
 		return []*ir.Value{b.Mul(dy[0], b.Mul(y, b.Sub(b.Scalar(y.DType, 1), y)))}

@@ -32,6 +32,8 @@ func TestElementwiseGradients(t *testing.T) {
 		unaryCase("Reciprocal", 0.5, 2),
 		unaryCase("Relu", -1, 1),
 		unaryCase("LeakyRelu", -1, 1, irtest.Float("alpha", 0.2)),
+		unaryCase("Shrink", -2, 2),
+		unaryCase("Shrink", -2, 2, irtest.Float("lambd", 1), irtest.Float("bias", 0.3)),
 		unaryCase("Sigmoid", -2, 2),
 		unaryCase("Tanh", -2, 2),
 		unaryCase("Erf", -2, 2),

@@ -41,6 +41,7 @@ func init() {
 	activation("Celu", 12, alpha)
 	activation("ThresholdedRelu", 10, alpha)
 	activation("Selu", 0, map[string]AttrType{"alpha": AttrFloat, "gamma": AttrFloat})
+	activation("Shrink", 9, map[string]AttrType{"bias": AttrFloat, "lambd": AttrFloat})
 	Register(&Schema{Type: "Not", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferNot, Elementwise: true, InPlace: true})
 	Register(&Schema{Type: "IsNaN", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1, Infer: inferIsFloatClass,
 		Elementwise: true, Since: 9})

@@ -125,6 +125,18 @@ var ewUnaryOps = map[string]ewUnaryMath{
 			return 0
 		}, nil
 	},
+	"Shrink": func(c *Ctx) (func(float64) float64, error) {
+		l, b := float64(c.Op.AttrFloat("lambd", 0.5)), float64(c.Op.AttrFloat("bias", 0))
+		return func(x float64) float64 {
+			switch {
+			case x < -l:
+				return x + b
+			case x > l:
+				return x - b
+			}
+			return 0
+		}, nil
+	},
 	"Selu": func(c *Ctx) (func(float64) float64, error) {
 		a := float64(c.Op.AttrFloat("alpha", 1.67326319217681884765625))
 		g := float64(c.Op.AttrFloat("gamma", 1.05070102214813232421875))

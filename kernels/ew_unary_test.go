@@ -97,6 +97,21 @@ func TestUnaryFloat(t *testing.T) {
 		}, []ir.Attr{irtest.Float("alpha", 1.5)}},
 		{"Celu", any, func(x float64) float64 { return math.Max(0, x) + math.Min(0, 2*(math.Exp(x/2)-1)) },
 			[]ir.Attr{irtest.Float("alpha", 2)}},
+		{"Shrink", any, func(x float64) float64 { // lambd 0.5, bias 0: 0 on [−0.5, 0.5]
+			if math.Abs(x) > 0.5 {
+				return x
+			}
+			return 0
+		}, nil},
+		{"Shrink", any, func(x float64) float64 {
+			switch {
+			case x < -1.25:
+				return x + 0.75
+			case x > 1.25:
+				return x - 0.75
+			}
+			return 0
+		}, []ir.Attr{irtest.Float("lambd", 1.25), irtest.Float("bias", 0.75)}},
 		{"ThresholdedRelu", any, func(x float64) float64 {
 			if x > 1 {
 				return x

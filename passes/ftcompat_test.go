@@ -480,10 +480,11 @@ func TestFTCompatWindows(t *testing.T) {
 	where := b.Op("Where", V(b.Input("cond", ir.Bool, 2, 1, 5, 5), c1, ftScalar(b, "zero", 0)))
 	sum := b.Op("Sum", V(c1, ftInit(b, "s1", rng, 5, 1), ftInit(b, "s2", rng, 2, 6, 1, 5)))
 	clip := b.Op("Clip", V(c1, ftScalar(b, "cmin", -0.2), ftScalar(b, "cmax", 0.3)))
+	shrink := b.Op("Shrink", V(c1), Float("lambd", 0.2), Float("bias", 0.1)) // its split rule is the elementwise trait's
 	drop1 := b.Op("Dropout", V(c1))
 	drop2 := b.OpN("Dropout", 2, V(c1, ftScalar(b, "ratio", 0.3), b.Init("train", ir.TensorFromInt64s(ir.Bool, ir.Shape{}, []int64{1}))))
 	m := b.Return(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, ct, p1, p2, p3, p4, p5, p6, p7[0], p7[1], p8[0], p8[1], g1, g2,
-		bn1[0], bn1[1], bn1[2], bn2, in1, mul, prelu, where, sum, clip, drop1, drop2[0], drop2[1])
+		bn1[0], bn1[1], bn1[2], bn2, in1, mul, prelu, where, sum, clip, shrink, drop1, drop2[0], drop2[1])
 
 	res := ftRun(t, m)
 	ftCheckExpect(t, res, []ftExpect{
@@ -506,6 +507,7 @@ func TestFTCompatWindows(t *testing.T) {
 		{in1, "d0s d1p"},
 		{add, "d0s d1p d2s d3s"},
 		{mul, "d0s d1p d2s d3p"}, // scaled by a weight along the width
+		{shrink, "d0s d1p d2s d3s"},
 		{drop2[0], "d0s d1p d2s d3s"},
 	})
 	for _, v := range []*ir.Value{c1, c2, c9} {

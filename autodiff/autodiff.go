@@ -18,6 +18,14 @@ var rules = ir.NewSlot[Rule]("gradient")
 // Register fills the gradient slot of domain:typ. Duplicates panic.
 func Register(domain, typ string, r Rule) { rules.Set(domain, typ, r) }
 
+// registerAll registers the rules of default-domain ops from a table
+// (op type → rule).
+func registerAll(table map[string]Rule) {
+	for t, r := range table {
+		Register("", t, r)
+	}
+}
+
 // HasRule reports whether an op type has a gradient rule.
 func HasRule(domain, typ string) bool { _, ok := rules.Lookup(domain, typ); return ok }
 

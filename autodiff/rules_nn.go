@@ -33,20 +33,15 @@ import (
 //     through the forward mask; Gelu: its derivative in Erf/Exp or Tanh.
 
 func init() {
-	Register("", "Conv", convGrad)
-	Register("", "ConvTranspose", convTransposeGrad)
-	Register("", "MaxPool", maxPoolGrad)
-	Register("", "AveragePool", averagePoolGrad)
-	Register("", "GlobalAveragePool", globalAveragePoolGrad)
-	Register("", "GlobalMaxPool", globalMaxPoolGrad)
-	Register("", "BatchNormalization", batchNormGrad)
-	Register("", "LayerNormalization", layerNormGrad)
-	Register("", "Gemm", gemmGrad)
-	Register("", "MatMul", matMulGrad)
-	Register("", "Softmax", softmaxGrad(false))
-	Register("", "LogSoftmax", softmaxGrad(true))
-	Register("", "Dropout", dropoutGrad)
-	Register("", "Gelu", geluGrad)
+	registerAll(map[string]Rule{
+		"Conv": convGrad, "ConvTranspose": convTransposeGrad,
+		"MaxPool": maxPoolGrad, "AveragePool": averagePoolGrad,
+		"GlobalAveragePool": globalAveragePoolGrad, "GlobalMaxPool": globalMaxPoolGrad,
+		"BatchNormalization": batchNormGrad, "LayerNormalization": layerNormGrad,
+		"Gemm": gemmGrad, "MatMul": matMulGrad,
+		"Softmax": softmaxGrad(false), "LogSoftmax": softmaxGrad(true),
+		"Dropout": dropoutGrad, "Gelu": geluGrad,
+	})
 }
 
 // ---- small helpers ----

@@ -18,24 +18,19 @@ import (
 // rules share, so they are written once.
 
 func init() {
-	Register("", "Concat", concatGrad)
-	Register("", "Split", splitGrad)
-	Register("", "Slice", sliceGrad)
-	Register("", "Pad", padGrad)
 	// Ops that only change the shape: the gradient is dy reshaped back.
-	for _, t := range []string{"Reshape", "Flatten", "Squeeze", "Unsqueeze"} {
-		Register("", t, func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
-			return []*ir.Value{reshapeTo(b, dy[0], op.Input(0).Shape)}
-		})
+	reshapeBack := func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
+		return []*ir.Value{reshapeTo(b, dy[0], op.Input(0).Shape)}
 	}
-	Register("", "Transpose", transposeGrad)
-	Register("", "Expand", func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
-		return []*ir.Value{b.SumTo(dy[0], op.Input(0).Shape)}
+	registerAll(map[string]Rule{
+		"Concat": concatGrad, "Split": splitGrad, "Slice": sliceGrad, "Pad": padGrad,
+		"Reshape": reshapeBack, "Flatten": reshapeBack, "Squeeze": reshapeBack, "Unsqueeze": reshapeBack,
+		"Transpose": transposeGrad,
+		"Expand": func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
+			return []*ir.Value{b.SumTo(dy[0], op.Input(0).Shape)}
+		},
+		"Tile": tileGrad, "Gather": gatherGrad, "GatherElements": gatherElementsGrad, "Where": whereGrad,
 	})
-	Register("", "Tile", tileGrad)
-	Register("", "Gather", gatherGrad)
-	Register("", "GatherElements", gatherElementsGrad)
-	Register("", "Where", whereGrad)
 }
 
 // numel is the element count of a static shape.

@@ -186,26 +186,30 @@ func eval(t *testing.T, op *ir.Op, in []*kernels.Tensor, step int64) []*kernels.
 // cost is the view trait's (a launch for a whole-buffer view): the trait
 // is the one answer to "is it a view".
 func TestViews(t *testing.T) {
-	for _, sc := range ir.Schemas() {
-		if sc.View == ir.NotView {
-			continue
+	eachWith(t, func(sc *ir.Schema) bool { return sc.View != ir.NotView }, func(t *testing.T, sc *ir.Schema) {
+		op := build(t, sc)
+		off, ok := ir.ViewOf(op)
+		if !ok {
+			t.Fatalf("the sample %s is not a view", op.Describe())
 		}
-		t.Run(sc.Type, func(t *testing.T) {
-			op := build(t, sc)
-			off, ok := ir.ViewOf(op)
-			if !ok {
-				t.Fatalf("the sample %s is not a view", op.Describe())
-			}
-			in := feeds(t, op)
-			out := eval(t, op, in, 0)
-			want := in[0].Data[off : off+int64(len(out[0].Data))]
-			if !bytes.Equal(out[0].Data, want) {
-				t.Errorf("the kernel's output is not input bytes [%d, %d)", off, off+int64(len(want)))
-			}
-			if st, _ := costSlot().State(sc); sc.View == ir.WholeView && st != ir.Derived {
-				t.Errorf("the cost of a whole-buffer view is %s, want the view trait's (derived)", st)
-			}
-		})
+		in := feeds(t, op)
+		out := eval(t, op, in, 0)
+		want := in[0].Data[off : off+int64(len(out[0].Data))]
+		if !bytes.Equal(out[0].Data, want) {
+			t.Errorf("the kernel's output is not input bytes [%d, %d)", off, off+int64(len(want)))
+		}
+		if st, _ := costSlot().State(sc); sc.View == ir.WholeView && st != ir.Derived {
+			t.Errorf("the cost of a whole-buffer view is %s, want the view trait's (derived)", st)
+		}
+	})
+}
+
+// eachWith runs check as a subtest for every op whose schema has a trait.
+func eachWith(t *testing.T, has func(*ir.Schema) bool, check func(t *testing.T, sc *ir.Schema)) {
+	for _, sc := range ir.Schemas() {
+		if has(sc) {
+			t.Run(sc.Type, func(t *testing.T) { check(t, sc) })
+		}
 	}
 }
 
@@ -221,28 +225,23 @@ func costSlot() ir.SlotInfo {
 // An InPlace op's kernel gives the same bytes when output 0 is input 0's
 // buffer as when it is a buffer of its own.
 func TestInPlace(t *testing.T) {
-	for _, sc := range ir.Schemas() {
-		if !sc.InPlace {
-			continue
+	eachWith(t, func(sc *ir.Schema) bool { return sc.InPlace }, func(t *testing.T, sc *ir.Schema) {
+		op := elementwiseSample(t, sc)
+		in := feeds(t, op)
+		want := eval(t, op, in, 0)[0]
+		if op.Output(0).DType != op.Input(0).DType {
+			t.Fatalf("output 0 is %v, input 0 %v: not in place", op.Output(0).DType, op.Input(0).DType)
 		}
-		t.Run(sc.Type, func(t *testing.T) {
-			op := elementwiseSample(t, sc)
-			in := feeds(t, op)
-			want := eval(t, op, in, 0)[0]
-			if op.Output(0).DType != op.Input(0).DType {
-				t.Fatalf("output 0 is %v, input 0 %v: not in place", op.Output(0).DType, op.Input(0).DType)
-			}
-			buf := &kernels.Tensor{DType: in[0].DType, Shape: in[0].Shape, Data: bytes.Clone(in[0].Data)}
-			shared := append([]*kernels.Tensor{buf}, in[1:]...)
-			k := kernels.Lookup(op.Domain, op.Type)
-			if err := k.Run(&kernels.Ctx{Op: op, In: shared, Out: []*kernels.Tensor{buf}}); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(buf.Data, want.Data) {
-				t.Errorf("in place the kernel gives other bytes")
-			}
-		})
-	}
+		buf := &kernels.Tensor{DType: in[0].DType, Shape: in[0].Shape, Data: bytes.Clone(in[0].Data)}
+		shared := append([]*kernels.Tensor{buf}, in[1:]...)
+		k := kernels.Lookup(op.Domain, op.Type)
+		if err := k.Run(&kernels.Ctx{Op: op, In: shared, Out: []*kernels.Tensor{buf}}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Data, want.Data) {
+			t.Errorf("in place the kernel gives other bytes")
+		}
+	})
 }
 
 // elementwiseSample builds an op of an elementwise type on [2, 3]
@@ -285,20 +284,15 @@ func contains(ds []ir.DType, d ir.DType) bool {
 // A Random op's kernel draws the same numbers for the same node and
 // step (so a rerun reproduces them) and others at another step.
 func TestRandom(t *testing.T) {
-	for _, sc := range ir.Schemas() {
-		if !sc.Random {
-			continue
+	eachWith(t, func(sc *ir.Schema) bool { return sc.Random }, func(t *testing.T, sc *ir.Schema) {
+		op := build(t, sc)
+		in := feeds(t, op)
+		a, b, c := eval(t, op, in, 1), eval(t, op, in, 1), eval(t, op, in, 2)
+		if !bytes.Equal(a[0].Data, b[0].Data) {
+			t.Errorf("two runs at the same step differ")
 		}
-		t.Run(sc.Type, func(t *testing.T) {
-			op := build(t, sc)
-			in := feeds(t, op)
-			a, b, c := eval(t, op, in, 1), eval(t, op, in, 1), eval(t, op, in, 2)
-			if !bytes.Equal(a[0].Data, b[0].Data) {
-				t.Errorf("two runs at the same step differ")
-			}
-			if bytes.Equal(a[0].Data, c[0].Data) {
-				t.Errorf("runs at steps 1 and 2 draw the same")
-			}
-		})
-	}
+		if bytes.Equal(a[0].Data, c[0].Data) {
+			t.Errorf("runs at steps 1 and 2 draw the same")
+		}
+	})
 }

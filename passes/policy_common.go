@@ -214,15 +214,12 @@ func (f *fmaps) origins(v *ir.Value) []*ir.Value {
 // opTime is the profiled time of op at position i.
 func (f *fmaps) opTime(i int) float64 { return f.c.TL.End[i] - f.c.TL.Start[i] }
 
-// randomOps are never recomputed: a second run draws different numbers.
-var randomOps = map[string]bool{"Dropout": true, "RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
-	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true}
-
 // clonable reports whether InsertSwapRecompute can recompute v by cloning
-// its producer.
+// its producer. A random op (ir.Schema.Random) is never recomputed: the
+// clone, under another name, would draw different numbers.
 func clonable(v *ir.Value) bool {
 	d := v.Def
-	return d != nil && ir.CopyOf(d) == ir.NoCopy && !d.Host && !(d.Domain == "" && randomOps[d.Type])
+	return d != nil && ir.CopyOf(d) == ir.NoCopy && !d.Host && !ir.IsRandom(d)
 }
 
 // evictor turns a set of evictions into decisions that InsertSwapRecompute

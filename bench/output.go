@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/zoo"
 )
@@ -205,7 +205,7 @@ func sampleScaleMD(r *Results) string {
 	return fmt.Sprintf("# Largest sample scale (batch size) per policy — Table IV\n\n"+
 		"Device %s, budget %s, host memory %s. The largest batch whose training step each policy plans into the budget "+
 		"(bisection, capped at %d; ≥ marks the cap). 0: not even batch 1 fits.\n\n%s",
-		r.Profile.Name, compiler.FormatBytes(r.Profile.Budget()), compiler.FormatBytes(r.Profile.HostMemory), r.Config.MaxBatch,
+		r.Profile.Name, units.Bytes(r.Profile.Budget()), units.Bytes(r.Profile.HostMemory), r.Config.MaxBatch,
 		scaleTable(r, r.SampleScale, true))
 }
 
@@ -213,7 +213,7 @@ func paramScaleMD(r *Results) string {
 	return fmt.Sprintf("# Largest parameter scale per policy — Table V\n\n"+
 		"Device %s, budget %s, batch %d. The largest integer k such that the model with channels × k (CNNs) or hidden size × k "+
 		"(the transformer) plans into the budget (bisection, capped at %d; ≥ marks the cap). 0: not even k = 1 fits.\n\n%s",
-		r.Profile.Name, compiler.FormatBytes(r.Profile.Budget()), r.Config.ParamBatch, r.Config.widthLimit(),
+		r.Profile.Name, units.Bytes(r.Profile.Budget()), r.Config.ParamBatch, r.Config.widthLimit(),
 		scaleTable(r, r.ParamScale, false))
 }
 
@@ -668,7 +668,7 @@ func subBatchedMD(r *Results) string {
 		"different training step: each sub-batch is normalized with its own statistics. The step is unrolled (one copy of the "+
 		"sub-batch step per sub-batch), so the benchmark builds at most %d sub-batches and %d ops; ≥ marks a search that "+
 		"stopped there. Samples/s is at the maximum, in parentheses against the plain step's unconstrained throughput at that "+
-		"batch.\n\n%s", r.Profile.Name, compiler.FormatBytes(r.Profile.Budget()), passes.ModnnHalvings, r.Config.MaxSubBatches,
+		"batch.\n\n%s", r.Profile.Name, units.Bytes(r.Profile.Budget()), passes.ModnnHalvings, r.Config.MaxSubBatches,
 		r.Config.MaxSubBatchOps, subBatchedTable(r))
 }
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/zoo"
 )
@@ -31,8 +31,8 @@ func readme(r *Results) string {
 
 	w("## Device\n\n")
 	w("%s", mdTable([]string{"Profile", "Memory", "Reserved", "Budget", "Host memory", "H2D / D2H", "FP32 peak × efficiency", "Memory bandwidth"},
-		[][]string{{p.Name, compiler.FormatBytes(p.Memory), compiler.FormatBytes(p.Reserved), compiler.FormatBytes(p.Budget()),
-			compiler.FormatBytes(p.HostMemory), fmt.Sprintf("%.0f / %.0f GB/s", p.H2D/1e9, p.D2H/1e9),
+		[][]string{{p.Name, units.Bytes(p.Memory), units.Bytes(p.Reserved), units.Bytes(p.Budget()),
+			units.Bytes(p.HostMemory), fmt.Sprintf("%.0f / %.0f GB/s", p.H2D/1e9, p.D2H/1e9),
 			fmt.Sprintf("%.1f TFLOPS × %.2f", p.FLOPS/1e12, p.Efficiency), fmt.Sprintf("%.0f GB/s", p.MemBW/1e9)}}))
 	if c.Small {
 		w("\nThe CI-sized variant: the %s profile with every memory size divided by %d, and the zoo's small configurations.\n", c.Device, SmallScale)
@@ -151,7 +151,7 @@ func differences(r *Results) string {
 	w("- **base is a liveness-planned static allocator, not a framework.** Every tensor is allocated just before its op "+
 		"and freed after its last reader, in one pool with an offline layout; only the profile's reserved %s stands for the "+
 		"CUDA context and libraries, and there is no caching-allocator slack, no cuDNN autotuning workspace and no framework "+
-		"bookkeeping. The paper's Base (TensorFlow, PyTorch) keeps far more. ", compiler.FormatBytes(r.Profile.Reserved))
+		"bookkeeping. The paper's Base (TensorFlow, PyTorch) keeps far more. ", units.Bytes(r.Profile.Reserved))
 	if lo > 0 && !c.Small {
 		w("Here base reaches %.1f–%.1f× the paper's Base batch. ", lo, hi)
 	}
@@ -176,12 +176,12 @@ func differences(r *Results) string {
 					continue
 				}
 				if n, err := paramCount(r, m, k); err == nil {
-					parts = append(parts, fmt.Sprintf("%s at k = %d has %s of parameters", m.Display, k, compiler.FormatBytes(4*n)))
+					parts = append(parts, fmt.Sprintf("%s at k = %d has %s of parameters", m.Display, k, units.Bytes(4*n)))
 				}
 			}
 		}
 		if len(parts) > 0 {
-			w(": %s, against a budget of %s", strings.Join(parts, "; "), compiler.FormatBytes(r.Profile.Budget()))
+			w(": %s, against a budget of %s", strings.Join(parts, "; "), units.Bytes(r.Profile.Budget()))
 		}
 	}
 	w(". The paper's TSPLIT at k = 40 on VGG-16 would hold 1600× VGG-16's parameters (about 880 GB in fp32), which no " +
@@ -210,7 +210,7 @@ func differences(r *Results) string {
 	}
 	w("- **Host memory bounds swapping.** What a plan swaps out must fit the profile's %s of pinned host memory at once; "+
 		"%d of the searches here stopped on it (see [%s.md](%s.md)). The paper's server had 256 GB of RAM as well.\n",
-		compiler.FormatBytes(r.Profile.HostMemory), host, LimitsFile, LimitsFile)
+		units.Bytes(r.Profile.HostMemory), host, LimitsFile, LimitsFile)
 
 	// 6. split.
 	if ts, ns := r.column("tsplit"), r.column("tsplit-nosplit"); ts >= 0 && ns >= 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -119,8 +120,8 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "ops          %d\n", s.NumOps)
 	fmt.Fprintf(w, "values       %d (%d folded to constants)\n", s.NumValues, s.FoldedConst)
-	fmt.Fprintf(w, "parameters   %s (%s)\n", groupDigits(s.Params), FormatBytes(s.ParamBytes))
-	fmt.Fprintf(w, "activations  %s (forward, all op outputs)\n", FormatBytes(s.ActBytes))
+	fmt.Fprintf(w, "parameters   %s (%s)\n", groupDigits(s.Params), units.Bytes(s.ParamBytes))
+	fmt.Fprintf(w, "activations  %s (forward, all op outputs)\n", units.Bytes(s.ActBytes))
 	if s.AllStatic {
 		fmt.Fprintf(w, "shapes       all static\n")
 	} else {
@@ -145,23 +146,9 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nlargest tensors\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, v := range s.Largest {
-		fmt.Fprintf(tw, "  %s\t%s\t%v%v\t%s\n", v.Name, v.Kind, v.DType, v.Shape, FormatBytes(v.Bytes()))
+		fmt.Fprintf(tw, "  %s\t%s\t%v%v\t%s\n", v.Name, v.Kind, v.DType, v.Shape, units.Bytes(v.Bytes()))
 	}
 	tw.Flush()
-}
-
-// FormatBytes renders a byte count with a binary unit.
-func FormatBytes(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit && exp < 4; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %ciB", float64(b)/float64(div), "KMGTP"[exp])
 }
 
 func groupDigits(n int64) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/oracle"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/passes"
@@ -431,8 +432,8 @@ func TestAccumulatedPeak(t *testing.T) {
 				pf, ps, pa := peak(full), peak(sub), peak(acc)
 				bound := ps + accum + inputs
 				t.Logf("schedule %v: peak full batch %d %s, sub-batch %d %s, accumulated %s (bound: + accumulators %s + inputs %s = %s)",
-					map[bool]string{false: "as built", true: "depth-first"}[sched], c.batch, compiler.FormatBytes(pf), b, compiler.FormatBytes(ps),
-					compiler.FormatBytes(pa), compiler.FormatBytes(accum), compiler.FormatBytes(inputs), compiler.FormatBytes(bound))
+					map[bool]string{false: "as built", true: "depth-first"}[sched], c.batch, units.Bytes(pf), b, units.Bytes(ps),
+					units.Bytes(pa), units.Bytes(accum), units.Bytes(inputs), units.Bytes(bound))
 				if pa >= pf {
 					t.Errorf("accumulated peak %d is not below the full batch's %d", pa, pf)
 				}
@@ -548,19 +549,19 @@ func TestModnnRunsSubBatched(t *testing.T) {
 			plain, _ := plainStep(t, build, c.batch, opts)
 			perr := passes.NewState(plain, popts).Run(passes.Pipeline...)
 			if perr == nil {
-				t.Fatalf("the plain step plans at %s: choose a smaller budget", compiler.FormatBytes(budget))
+				t.Fatalf("the plain step plans at %s: choose a smaller budget", units.Bytes(budget))
 			}
 			g, res, err := passes.ModnnStep(step, passes.ModnnBuild{Forward: build, Train: opts}, popts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.SubBatch >= c.batch || len(res.SubBatches) < 2 {
-				t.Fatalf("budget %s: Eq. 3 gives sub-batch %d of %d (%v)", compiler.FormatBytes(budget), res.SubBatch, c.batch, res.SubBatches)
+				t.Fatalf("budget %s: Eq. 3 gives sub-batch %d of %d (%v)", units.Bytes(budget), res.SubBatch, c.batch, res.SubBatches)
 			}
 			s := passes.NewState(g, popts)
 			s.Check = true
 			if err := s.Run(passes.Pipeline...); err != nil {
-				t.Fatalf("sub-batches %v at %s: %v", res.SubBatches, compiler.FormatBytes(budget), err)
+				t.Fatalf("sub-batches %v at %s: %v", res.SubBatches, units.Bytes(budget), err)
 			}
 			if r := passes.ModnnResultOf(s); r != nil && !slices.Equal(r.SubBatches, res.SubBatches) {
 				t.Errorf("the policy reports sub-batches %v, the step has %v", r.SubBatches, res.SubBatches)
@@ -602,8 +603,8 @@ func TestModnnRunsSubBatched(t *testing.T) {
 				}
 			}
 			t.Logf("budget %s (%.2f of the plain peak %s): Eq. 3 sub-batch %d, sub-batches %v; %d swapped; planned peak %s, measured high-water %s (the plain step: %v)",
-				compiler.FormatBytes(budget), c.frac, compiler.FormatBytes(mem.Peak), res.SubBatch, res.SubBatches, s.Report.Swapped,
-				compiler.FormatBytes(s.Report.Peak), compiler.FormatBytes(out.HighWater), perr)
+				units.Bytes(budget), c.frac, units.Bytes(mem.Peak), res.SubBatch, res.SubBatches, s.Report.Swapped,
+				units.Bytes(s.Report.Peak), units.Bytes(out.HighWater), perr)
 		})
 	}
 }

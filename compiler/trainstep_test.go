@@ -20,6 +20,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/oracle"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -295,7 +296,7 @@ func compareGrads(t *testing.T, what string, m *ir.Model, ti *compiler.TrainingI
 		t.Fatal(err)
 	}
 	t.Logf("%s: tsplit ran the training step (%d ops) in %v (pool %s)", what,
-		len(m.Graph.Order()), time.Since(start).Round(time.Millisecond), compiler.FormatBytes(x.Mem.Need()))
+		len(m.Graph.Order()), time.Since(start).Round(time.Millisecond), units.Bytes(x.Mem.Need()))
 
 	var diffs []diff
 	check := func(label, out string, ref *oracle.Tensor) {
@@ -718,12 +719,12 @@ func TestSavedFeatureMapsVsPyTorch(t *testing.T) {
 	torch := oracle.TorchSaved(t, name, batch)
 
 	t.Logf("%s batch %d: tsplit saves %s of feature maps for backward (%d bytes); PyTorch %s (%d bytes, %d storages)",
-		name, batch, compiler.FormatBytes(fmaps), fmaps, compiler.FormatBytes(torch.Bytes), torch.Bytes, torch.Tensors)
+		name, batch, units.Bytes(fmaps), fmaps, units.Bytes(torch.Bytes), torch.Bytes, torch.Tensors)
 	if torch.Bytes > 0 {
 		t.Logf("ratio tsplit / PyTorch = %.3f", float64(fmaps)/float64(torch.Bytes))
 	}
 	t.Logf("tsplit also reads for backward: weights %s, constants %s, weight-only values %s; PyTorch's saved parameters and buffers %s",
-		compiler.FormatBytes(weights), compiler.FormatBytes(consts), compiler.FormatBytes(derived), compiler.FormatBytes(torch.ExcludedBytes))
+		units.Bytes(weights), units.Bytes(consts), units.Bytes(derived), units.Bytes(torch.ExcludedBytes))
 	type row struct {
 		name  string
 		count int

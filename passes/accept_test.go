@@ -15,6 +15,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/oracle"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/onnxpb"
@@ -248,8 +249,8 @@ func accLog(t *testing.T, p *accPlanned) {
 		plan += tm.Duration.Seconds()
 	}
 	t.Logf("%s batch %d: unplanned peak %s (as built) / %s (depth-first, Report.BasePeak); budget %s = 1/%.2f of %s; planned peak %s, pool %s; %d swapped, %d recomputed, %d split, %d rounds; simulated step %.3f ms vs %.3f ms (+%.1f%%); planning %.0f ms",
-		p.fam.name, p.fam.batch, compiler.FormatBytes(p.built), compiler.FormatBytes(r.BasePeak), compiler.FormatBytes(p.budget), p.ratio, compiler.FormatBytes(p.unplanned()),
-		compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), r.Swapped, r.Recomputed, r.Split, r.Rounds,
+		p.fam.name, p.fam.batch, units.Bytes(p.built), units.Bytes(r.BasePeak), units.Bytes(p.budget), p.ratio, units.Bytes(p.unplanned()),
+		units.Bytes(r.Peak), units.Bytes(r.Pool), r.Swapped, r.Recomputed, r.Split, r.Rounds,
 		r.Time*1e3, r.BaseTime*1e3, 100*(r.Time/r.BaseTime-1), plan*1e3)
 }
 
@@ -265,7 +266,7 @@ func TestPlannedZooFamiliesRunUnderBudget(t *testing.T) {
 			}
 			p := accPlan(t, fam, accSGD)
 			if p.m == nil {
-				t.Fatalf("no budget down to 1/1.0 of the unplanned peak %s plans; at 1/%.1f: %v", compiler.FormatBytes(p.unplanned()), accTarget, p.errAtTarget())
+				t.Fatalf("no budget down to 1/1.0 of the unplanned peak %s plans; at 1/%.1f: %v", units.Bytes(p.unplanned()), accTarget, p.errAtTarget())
 			}
 			accLog(t, p)
 			if p.ratio < accTarget {
@@ -304,7 +305,7 @@ func TestPlannedZooFamiliesRunUnderBudget(t *testing.T) {
 			}
 			res, x := accRunPlanned(t, p.m, p.budget, accInputs(t, p.m, fam.name))
 			t.Logf("%s: ran the planned step on a %s device in %v: high-water %s (%d bytes), reach %d",
-				fam.name, compiler.FormatBytes(p.budget), res.Duration.Round(1e6), compiler.FormatBytes(res.HighWater), res.HighWater, res.Reach)
+				fam.name, units.Bytes(p.budget), res.Duration.Round(1e6), units.Bytes(res.HighWater), res.HighWater, res.Reach)
 			if res.HighWater > p.budget {
 				t.Errorf("measured high-water %d over the budget %d", res.HighWater, p.budget)
 			}
@@ -576,7 +577,7 @@ func TestInfeasibleBudget(t *testing.T) {
 			if nearest <= budget {
 				t.Errorf("nearest feasible budget %d is not above the budget %d", nearest, budget)
 			}
-			for _, want := range []string{compiler.FormatBytes(budget), "lower bound for this graph is " + compiler.FormatBytes(lb), "nearest feasible budget: at least " + compiler.FormatBytes(nearest)} {
+			for _, want := range []string{units.Bytes(budget), "lower bound for this graph is " + units.Bytes(lb), "nearest feasible budget: at least " + units.Bytes(nearest)} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message lacks %q", want)
 				}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/zoo"
@@ -75,7 +76,7 @@ func BenchmarkPlanBERTLarge(b *testing.B) {
 				per += fmt.Sprintf(" %s %v", tm.Pass, tm.Duration.Round(time.Microsecond))
 			}
 			b.Logf("bert-large, %d layers (%d ops): base peak %s, budget %s, planned peak %s (pool %s); %d swapped, %d recomputed, %d rounds; simulated step %.2f s vs %.2f s; planning %v per run (%d runs; last:%s)",
-				layers, ops, compiler.FormatBytes(r.BasePeak), compiler.FormatBytes(budget), compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool),
+				layers, ops, units.Bytes(r.BasePeak), units.Bytes(budget), units.Bytes(r.Peak), units.Bytes(r.Pool),
 				r.Swapped, r.Recomputed, r.Rounds, r.Time, r.BaseTime, (total / time.Duration(b.N)).Round(time.Millisecond), b.N, per)
 		})
 	}

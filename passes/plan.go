@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/profile"
@@ -93,7 +93,7 @@ type InfeasibleError struct {
 
 func (e *InfeasibleError) Error() string {
 	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace, split to the limit where it can be) — nearest feasible budget: at least %s",
-		compiler.FormatBytes(e.Budget), e.At, compiler.FormatBytes(e.Need), compiler.FormatBytes(e.LowerBound), compiler.FormatBytes(max(e.LowerBound, e.Need)))
+		units.Bytes(e.Budget), e.At, units.Bytes(e.Need), units.Bytes(e.LowerBound), units.Bytes(max(e.LowerBound, e.Need)))
 }
 
 // NewPlanner prepares Alg. 2 on g's current order.

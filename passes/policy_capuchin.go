@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 )
@@ -420,15 +420,15 @@ func capuchinPolicy(c *PolicyContext) (*Plan, error) {
 		}
 		if len(targets) == 0 {
 			return nil, fmt.Errorf("policy capuchin: no feature map can be evicted where the memory exceeds the budget of %s: %s needs %s",
-				compiler.FormatBytes(c.Budget), f.order[k].Describe(), compiler.FormatBytes(c.Mem.Live[k]))
+				units.Bytes(c.Budget), f.order[k].Describe(), units.Bytes(c.Mem.Live[k]))
 		}
 		if c.Round > 0 {
 			return nil, fmt.Errorf("policy capuchin: after evicting every candidate, %s stay live at %s, over the budget of %s",
-				compiler.FormatBytes(c.Mem.Live[k]-cp.saved[k]), f.order[k].Describe(), compiler.FormatBytes(c.Budget))
+				units.Bytes(c.Mem.Live[k]-cp.saved[k]), f.order[k].Describe(), units.Bytes(c.Budget))
 		}
 	}
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("policy capuchin: nothing left to evict at a peak of %s (budget %s)", compiler.FormatBytes(c.Mem.Peak), compiler.FormatBytes(c.Budget))
+		return nil, fmt.Errorf("policy capuchin: nothing left to evict at a peak of %s (budget %s)", units.Bytes(c.Mem.Peak), units.Bytes(c.Budget))
 	}
 	e := &evictor{f: f, at: max(c.Mem.PeakAt, 0), trigger: func(v *ir.Value, a, x int) int {
 		if _, q := f.gap(v); q == x {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 )
@@ -408,5 +408,5 @@ func staticRound(c *PolicyContext, name, what string) error {
 		at = c.Mem.Order[c.Mem.PeakAt].Describe()
 	}
 	return fmt.Errorf("policy %s cannot fit the budget of %s: after it %s, the step still peaks at %s at %s",
-		name, compiler.FormatBytes(c.Budget), what, compiler.FormatBytes(c.Mem.Peak), at)
+		name, units.Bytes(c.Budget), what, units.Bytes(c.Mem.Peak), at)
 }

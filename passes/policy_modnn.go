@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/profile"
@@ -825,7 +826,7 @@ func modnnPolicy(c *PolicyContext) (*Plan, error) {
 	setModnnResult(c.State, res)
 	if c.Budget < res.LowerBound {
 		return nil, fmt.Errorf("policy modnn: the budget of %s is below moDNN's lower bound (Eq. 2) of %s",
-			compiler.FormatBytes(c.Budget), compiler.FormatBytes(res.LowerBound))
+			units.Bytes(c.Budget), units.Bytes(res.LowerBound))
 	}
 	m := &modnn{c: c, n: len(mem.Order), budget: c.Budget, saved: make([]int64, len(mem.Order)),
 		uses: make([][]int, c.G.NumValueIDs()), byVal: map[ir.ValueID]*Decision{}, restore: map[int]int64{}}
@@ -850,14 +851,14 @@ func modnnPolicy(c *PolicyContext) (*Plan, error) {
 			continue
 		}
 		msg := fmt.Sprintf("policy modnn: at %s, %s stay live after offloading everything that can be (budget %s)",
-			mem.Order[i].Describe(), compiler.FormatBytes(m.need(i)), compiler.FormatBytes(c.Budget))
+			mem.Order[i].Describe(), units.Bytes(m.need(i)), units.Bytes(c.Budget))
 		if sb == nil && res.SubBatch > 0 && res.SubBatch < batch {
 			msg += fmt.Sprintf("; moDNN trains this budget with sub-batches of %d (Eq. 3): plan the step passes.ModnnStep builds (tsplitc and tsplitc bench do)", res.SubBatch)
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
 	if len(m.dec) == 0 {
-		return nil, fmt.Errorf("policy modnn: nothing to offload at a peak of %s (budget %s)", compiler.FormatBytes(mem.Peak), compiler.FormatBytes(c.Budget))
+		return nil, fmt.Errorf("policy modnn: nothing to offload at a peak of %s (budget %s)", units.Bytes(mem.Peak), units.Bytes(c.Budget))
 	}
 	return &Plan{Budget: c.Budget, Decisions: m.dec}, nil
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/passes"
 )
 
@@ -332,8 +332,8 @@ func (c *chart) svg() string {
 		over = fmt.Sprintf(" (%+.1f%%)", 100*(r.Time/r.BaseTime-1))
 	}
 	titles := [2]string{
-		fmt.Sprintf("Before planning: peak %s, step %s", compiler.FormatBytes(r.BasePeak), fmtSeconds(r.BaseTime)),
-		fmt.Sprintf("After planning (%s): peak %s, pool %s, step %s%s", r.Policy, compiler.FormatBytes(r.Peak), compiler.FormatBytes(r.Pool), fmtSeconds(r.Time), over),
+		fmt.Sprintf("Before planning: peak %s, step %s", units.Bytes(r.BasePeak), fmtSeconds(r.BaseTime)),
+		fmt.Sprintf("After planning (%s): peak %s, pool %s, step %s%s", r.Policy, units.Bytes(r.Peak), units.Bytes(r.Pool), fmtSeconds(r.Time), over),
 	}
 	for panel, ss := range [2][]seg{c.base, c.plan} {
 		pts := r.Base
@@ -383,7 +383,7 @@ func (c *chart) header(head float64) {
 	r := c.r
 	if c.standalone {
 		c.pf(`<text x="%s" y="22" font-size="15" font-weight="700">Memory timeline: M_i along the schedule</text>`+"\n", num(plotLeft))
-		c.pf(`<text x="%s" y="22" text-anchor="end" fill="#3c4043">%s, policy %s, budget %s</text>`+"\n", num(plotRight), esc(r.Device), esc(r.Policy), compiler.FormatBytes(r.Budget))
+		c.pf(`<text x="%s" y="22" text-anchor="end" fill="#3c4043">%s, policy %s, budget %s</text>`+"\n", num(plotRight), esc(r.Device), esc(r.Policy), units.Bytes(r.Budget))
 	}
 	x := plotLeft
 	y := 18 + head
@@ -582,7 +582,7 @@ func (c *chart) peak(panel int, ss []seg, pts []passes.TimelinePoint) {
 		anchor, dx = "end", -6
 	}
 	c.pf(`<g class="peak"><circle cx="%s" cy="%s" r="3.5" fill="#fff" stroke="#202124" stroke-width="1.2"/><text x="%s" y="%s" text-anchor="%s" font-size="11" fill="#202124">peak %s at %s</text></g>`+"\n",
-		num(x), num(y), num(x+dx), num(y-6), anchor, compiler.FormatBytes(s.v), esc(clip(pts[s.at].Op, 48)))
+		num(x), num(y), num(x+dx), num(y-6), anchor, units.Bytes(s.v), esc(clip(pts[s.at].Op, 48)))
 }
 
 func (c *chart) budget(panel int) {
@@ -591,7 +591,7 @@ func (c *chart) budget(panel int) {
 	}
 	y := c.y(panel, float64(c.r.Budget))
 	c.pf(`<g class="budget"><path d="M%s %sH%s" stroke="#d93025" stroke-width="1.2" stroke-dasharray="6 3"/><text x="%s" y="%s" text-anchor="end" font-size="11" fill="#d93025">budget %s</text></g>`+"\n",
-		num(plotLeft), num(y), num(plotRight), num(plotRight-4), num(y-4), compiler.FormatBytes(c.r.Budget))
+		num(plotLeft), num(y), num(plotRight), num(plotRight-4), num(y-4), units.Bytes(c.r.Budget))
 }
 
 func (c *chart) frame(panel int) {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/passes"
 )
 
@@ -103,14 +103,14 @@ func WriteHTML(w io.Writer, r *passes.Report) error {
 			}
 		}
 	}
-	p.Subtitle = fmt.Sprintf("device %s · policy %s · budget %s · %d decisions in %d rounds", r.Device, r.Policy, compiler.FormatBytes(r.Budget), len(r.Decisions), r.Rounds)
-	p.Budget = compiler.FormatBytes(r.Budget)
+	p.Subtitle = fmt.Sprintf("device %s · policy %s · budget %s · %d decisions in %d rounds", r.Device, r.Policy, units.Bytes(r.Budget), len(r.Decisions), r.Rounds)
+	p.Budget = units.Bytes(r.Budget)
 	p.Cards = cards(r, s)
 	var tb, tdm int64
 	var tdt float64
 	for i, d := range r.Decisions {
 		row := decisionRow{N: i + 1, Tensor: d.Tensor, Option: d.Option, At: d.At, Bytes: d.Bytes, DeltaM: d.DeltaM, DeltaT: d.DeltaT,
-			PNum: d.PNum, Dim: d.Dim, BytesS: compiler.FormatBytes(d.Bytes), DeltaMS: compiler.FormatBytes(d.DeltaM), DeltaTS: fmtSeconds(d.DeltaT)}
+			PNum: d.PNum, Dim: d.Dim, BytesS: units.Bytes(d.Bytes), DeltaMS: units.Bytes(d.DeltaM), DeltaTS: fmtSeconds(d.DeltaT)}
 		switch d.Option {
 		case "swap":
 			row.OptionClass = "opt-swap"
@@ -124,7 +124,7 @@ func WriteHTML(w io.Writer, r *passes.Report) error {
 		tdm += d.DeltaM
 		tdt += d.DeltaT
 	}
-	p.TotalBytes, p.TotalDM, p.TotalDT = compiler.FormatBytes(tb), compiler.FormatBytes(tdm), fmtSeconds(tdt)
+	p.TotalBytes, p.TotalDM, p.TotalDT = units.Bytes(tb), units.Bytes(tdm), fmtSeconds(tdt)
 	return pageTmpl.Execute(w, p)
 }
 
@@ -134,17 +134,17 @@ func cards(r *passes.Report, s Summary) []card {
 	var out []card
 	saved := ""
 	if r.BasePeak > 0 {
-		saved = fmt.Sprintf("%s: %s saved", pct(float64(r.Peak)/float64(r.BasePeak)-1), compiler.FormatBytes(s.PeakSaved))
+		saved = fmt.Sprintf("%s: %s saved", pct(float64(r.Peak)/float64(r.BasePeak)-1), units.Bytes(s.PeakSaved))
 	}
-	out = append(out, card{Title: "Peak memory", Value: compiler.FormatBytes(r.BasePeak) + " → " + compiler.FormatBytes(r.Peak), Detail: saved})
+	out = append(out, card{Title: "Peak memory", Value: units.Bytes(r.BasePeak) + " → " + units.Bytes(r.Peak), Detail: saved})
 	fit, cls := "fits the budget", "good"
 	if !s.Fits {
 		fit, cls = "over the budget", "bad"
 	}
 	if r.Pool > 0 {
-		fit += fmt.Sprintf("; %s of fragmentation", compiler.FormatBytes(r.Pool-r.Peak))
+		fit += fmt.Sprintf("; %s of fragmentation", units.Bytes(r.Pool-r.Peak))
 	}
-	out = append(out, card{Title: "Pool / budget", Value: compiler.FormatBytes(r.Pool) + " / " + compiler.FormatBytes(r.Budget), Detail: fit, Class: cls})
+	out = append(out, card{Title: "Pool / budget", Value: units.Bytes(r.Pool) + " / " + units.Bytes(r.Budget), Detail: fit, Class: cls})
 	over, cls := "not simulated", ""
 	if r.BaseTime > 0 {
 		over = pct(s.Overhead) + " predicted overhead"
@@ -153,9 +153,9 @@ func cards(r *passes.Report, s Summary) []card {
 		}
 	}
 	out = append(out, card{Title: "Step time", Value: fmtSeconds(r.BaseTime) + " → " + fmtSeconds(r.Time), Detail: over, Class: cls})
-	out = append(out, card{Title: "Host memory", Value: compiler.FormatBytes(r.HostPeak), Detail: "peak of swapped data held on the host"})
+	out = append(out, card{Title: "Host memory", Value: units.Bytes(r.HostPeak), Detail: "peak of swapped data held on the host"})
 	out = append(out, card{Title: "Swapped · recomputed · split", Value: fmt.Sprintf("%d · %d · %d", r.Swapped, r.Recomputed, r.Split),
-		Detail: fmt.Sprintf("%s · %s · %s", compiler.FormatBytes(s.Moved["swap"]), compiler.FormatBytes(s.Moved["recompute"]), compiler.FormatBytes(s.Moved["split+swap"]))})
+		Detail: fmt.Sprintf("%s · %s · %s", units.Bytes(s.Moved["swap"]), units.Bytes(s.Moved["recompute"]), units.Bytes(s.Moved["split+swap"]))})
 	var ins []string
 	total := 0
 	for _, k := range kinds {

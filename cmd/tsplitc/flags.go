@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsplit/tsplit"
-	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 )
 
 // importFlags bind a model's symbolic dimensions; every command that
@@ -99,7 +99,7 @@ func parseBytes(flag, s string) (int64, error) {
 	return int64(n), nil
 }
 
-func bytesStr(n int64) string { return compiler.FormatBytes(n) }
+func bytesStr(n int64) string { return units.Bytes(n) }
 
 // describeDims says how the model's symbolic dimensions were bound.
 func describeDims(dims map[string]int64) string {

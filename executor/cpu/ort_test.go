@@ -16,6 +16,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/oracle"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/onnxpb"
 )
@@ -119,7 +120,7 @@ func compareWithORT(t *testing.T, name string, batch int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: tsplit CPU runtime took %v (pool %s)", name, res.Duration.Round(time.Millisecond), compiler.FormatBytes(need))
+	t.Logf("%s: tsplit CPU runtime took %v (pool %s)", name, res.Duration.Round(time.Millisecond), units.Bytes(need))
 	x = nil
 	runtime.GC()
 

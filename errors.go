@@ -7,6 +7,7 @@ import (
 
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 // UsageError is an option the caller got wrong (a negative batch, an
@@ -121,28 +122,27 @@ func (e *PanicError) Error() string { return fmt.Sprintf("policy %s panicked: %v
 // bring the step under the budget (a policy that stops with its reason
 // before its plan fits, or a plan whose swaps overflow the host). Other
 // errors (a rewrite that does not verify) are named with the file only.
-func planError(file string, err error, s *passes.State, sub *passes.ModnnResult, budget int64) error {
+func planError(file string, err error, pol policy.Policy, res *policy.Result, opts *policy.Options) error {
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		return withFile(file, err)
 	}
-	e := &InfeasibleError{File: file, Budget: budget, Err: err}
+	e := &InfeasibleError{File: file, Budget: opts.Budget, Err: err}
 	var r *passes.Report
-	if s != nil {
-		r = s.Report
-		e.Policy = s.Opts.Policy
-		if e.Policy == "" {
-			e.Policy = "tsplit"
+	if res != nil {
+		r = res.Report
+		if r != nil || res.Model != nil {
+			e.Policy = pol.Name()
+		}
+		if res.SubBatching != nil {
+			e.LowerBound = res.SubBatching.LowerBound
 		}
 	}
 	if r != nil {
 		e.BasePeak = r.BasePeak
 	}
-	if sub != nil {
-		e.LowerBound = sub.LowerBound
-	}
 	var ie *passes.InfeasibleError
-	var lim *passes.SubBatchLimitError
+	var lim *policy.SubBatchLimitError
 	switch {
 	case errors.As(err, &ie):
 		e.LowerBound, e.At, e.Need = ie.LowerBound, ie.At, ie.Need
@@ -153,7 +153,7 @@ func planError(file string, err error, s *passes.State, sub *passes.ModnnResult,
 		// The plan pass started (it filled the base peak) and ended
 		// before a plan fit: the policy gave up.
 		return e
-	case r != nil && s.Opts.Profile != nil && r.HostPeak > s.Opts.Profile.HostMemory:
+	case r != nil && opts.Profile != nil && r.HostPeak > opts.Profile.HostMemory:
 		return e
 	}
 	return withFile(file, err)

@@ -5,7 +5,7 @@ import (
 	"maps"
 
 	"github.com/tsplit/tsplit/compiler"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -42,8 +42,8 @@ type Options struct {
 	// Budget is the device memory budget in bytes (0: the profile's
 	// memory less what it reserves).
 	Budget int64
-	// Policy is the memory policy (passes.Policies; "": tsplit) and
-	// PolicyParams its parameters by name, as text.
+	// Policy is the memory policy (policy.Names; "": tsplit), looked up
+	// once by Plan, and PolicyParams its parameters by name, as text.
 	Policy       string
 	PolicyParams map[string]string
 	// NoSwap and NoRecompute restrict tsplit's planner to the other
@@ -51,18 +51,21 @@ type Options struct {
 	NoSwap, NoRecompute bool
 
 	// Forward rebuilds the model's forward graph at another batch. With
-	// the modnn policy it turns on moDNN's sub-batching: the step is
+	// a policy that trains with sub-batches (modnn: Policy.SubBatches) it
+	// turns on moDNN's sub-batching (policy.PlanSubBatched): the step is
 	// rebuilt as sub-batches with gradient accumulation where Eq. 3 says
 	// the whole batch does not fit. PlanFile sets it for a forward
 	// model; without it modnn plans the step as it is.
 	Forward ForwardBuilder
 	// MaxSubBatches and MaxSubBatchOps, when positive, bound the
 	// sub-batched step (it is unrolled, one copy per sub-batch): more is
-	// an InfeasibleError wrapping a *passes.SubBatchLimitError.
+	// an InfeasibleError wrapping a *policy.SubBatchLimitError.
 	MaxSubBatches, MaxSubBatchOps int
 
-	// Check runs ir.Verify after every pass; DumpAfter names a pass
-	// after which the IR is written to DumpTo.
+	// Check runs ir.Verify after every pass; DumpAfter names the passes
+	// after which the IR is written to DumpTo (a name such as
+	// plan/round-2/insert, a path.Match pattern, or a last element such
+	// as insert: passes.State.DumpAfter).
 	Check     bool
 	DumpAfter string
 	DumpTo    io.Writer
@@ -138,36 +141,34 @@ func importOptions(batch int64, dims map[string]int64) (compiler.Options, error)
 	return compiler.Options{Batch: batch, Dims: maps.Clone(dims)}, nil
 }
 
-// planOptions checks the planning options and returns the planner's,
-// before any model is read.
-func (o *Options) planOptions() (*passes.Options, error) {
+// planOptions checks the planning options, before any model is read,
+// and returns the policy — looked up by name here, once — and the
+// planner's options.
+func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
 	prof := o.Profile
 	if prof == nil {
 		var err error
 		if prof, err = profile.Lookup(o.Device); err != nil {
-			return nil, &UsageError{Option: "Device", Err: err}
+			return nil, nil, &UsageError{Option: "Device", Err: err}
 		}
 	}
 	if o.Budget < 0 {
-		return nil, usage("Budget", "must not be negative, got %d", o.Budget)
+		return nil, nil, usage("Budget", "must not be negative, got %d", o.Budget)
 	}
 	budget := o.Budget
 	if budget == 0 {
 		budget = prof.Budget()
 	}
-	policy := o.Policy
-	if policy == "" {
-		policy = "tsplit"
+	pol, err := policy.Lookup(o.Policy)
+	if err != nil {
+		return nil, nil, &UsageError{Option: "Policy", Err: err}
 	}
-	if _, err := passes.LookupPolicy(o.Policy); err != nil {
-		return nil, &UsageError{Option: "Policy", Err: err}
-	}
-	if err := passes.CheckPolicyParams(o.Policy, o.PolicyParams); err != nil {
-		return nil, &UsageError{Option: "PolicyParams", Err: err}
+	if err := policy.CheckParams(pol, o.PolicyParams); err != nil {
+		return nil, nil, &UsageError{Option: "PolicyParams", Err: err}
 	}
 	if o.MaxSubBatches < 0 || o.MaxSubBatchOps < 0 {
-		return nil, usage("MaxSubBatches", "limits must not be negative")
+		return nil, nil, usage("MaxSubBatches", "limits must not be negative")
 	}
-	return &passes.Options{Budget: budget, Profile: prof, Policy: policy, PolicyParams: o.PolicyParams,
-		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute}, nil
+	return pol, &policy.Options{Budget: budget, Profile: prof, Params: o.PolicyParams,
+		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 // Result is what planning did. Its JSON field names are the ones
@@ -17,8 +18,11 @@ type Result struct {
 	// Model is the planned training step (the model Plan was given,
 	// rewritten, or the sub-batched step built anew) and Report the
 	// planner's full report (decisions, memory timelines).
-	Model  *ir.Model        `json:"-"`
-	Report *passes.Report   `json:"-"`
+	Model  *ir.Model      `json:"-"`
+	Report *passes.Report `json:"-"`
+	// Passes are the planning passes' durations, planning's rounds
+	// included (tsplitc -d time prints them: passes.WriteTimings).
+	Passes []passes.Timing  `json:"-"`
 	File   string           `json:"model"`
 	Dims   map[string]int64 `json:"dims"`
 	Ops    int              `json:"ops"`
@@ -175,7 +179,7 @@ func PlanFile(ctx context.Context, path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := opts.planOptions(); err != nil {
+	if _, _, err := opts.planOptions(); err != nil {
 		return nil, err
 	}
 	pr := &progress{fn: opts.Progress}
@@ -210,7 +214,7 @@ func Plan(ctx context.Context, m *ir.Model, opts Options) (*Result, error) {
 }
 
 func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result, error) {
-	popts, err := opts.planOptions()
+	pol, popts, err := opts.planOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +231,8 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		}
 	}
 	start := time.Now()
-	s, sub, err := planModel(ctx, m, &opts, popts, pr)
-	res := result(s, sub, &opts)
+	pres, err := planModel(ctx, m, &opts, pol, popts, pr)
+	res := result(pres, &opts)
 	if res != nil {
 		res.PlanningSeconds = time.Since(start).Seconds()
 	}
@@ -236,7 +240,7 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		if ctx.Err() != nil {
 			return res, withFile(m.Path, err)
 		}
-		return res, planError(m.Path, err, s, sub, popts.Budget)
+		return res, planError(m.Path, err, pol, pres, popts)
 	}
 	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
 	if opts.Output != "" {
@@ -248,14 +252,13 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 	return res, nil
 }
 
-// planModel is the one place this package calls the planner: the
-// planning pipeline on a training step, or moDNN's sub-batching around
-// it when the policy is modnn and the forward model can be rebuilt. It
-// returns the state of the last plan made (nil when none started) and
-// moDNN's choice (nil for other policies). A panic in the planner is a
-// *PanicError.
-func planModel(ctx context.Context, step *ir.Model, o *Options, popts *passes.Options, pr *progress) (s *passes.State, sub *passes.ModnnResult, err error) {
-	popts.Context = ctx
+// planModel is the one place this package calls the planner:
+// policy.Plan on a training step, or policy.PlanSubBatched around it
+// when the policy trains with sub-batches (modnn) and the forward model
+// can be rebuilt. It returns the last plan made (nil when none started;
+// for sub-batching, one with only SubBatching when no step could be
+// planned). A panic in the planner is a *PanicError.
+func planModel(ctx context.Context, step *ir.Model, o *Options, pol policy.Policy, popts *policy.Options, pr *progress) (res *policy.Result, err error) {
 	var base int64 = -1
 	popts.OnRound = func(round int, peak, target int64) {
 		if base < 0 {
@@ -267,42 +270,36 @@ func planModel(ctx context.Context, step *ir.Model, o *Options, popts *passes.Op
 		}
 		pr.report(Progress{Stage: StagePlan, Round: round, Fraction: min(f, 0.99), Peak: peak})
 	}
-	setup := func(st *passes.State) {
-		st.Check = o.Check
-		if o.DumpAfter != "" {
-			st.DumpAfter, st.DumpTo = o.DumpAfter, o.DumpTo
-		}
-	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Policy: popts.Policy, Value: r, Stack: debug.Stack()}
+			err = &PanicError{Policy: pol.Name(), Value: r, Stack: debug.Stack()}
 		}
 	}()
-	if popts.Policy == "modnn" && o.Forward != nil {
-		mb := passes.ModnnBuild{Forward: o.Forward, Train: o.Train, Setup: setup, MaxSubBatches: o.MaxSubBatches, MaxOps: o.MaxSubBatchOps}
-		return passes.PlanModnn(step, mb, popts)
+	if pol.SubBatches() && o.Forward != nil {
+		mb := policy.SubBatchBuild{Forward: o.Forward, Train: o.Train, MaxSubBatches: o.MaxSubBatches, MaxOps: o.MaxSubBatchOps}
+		return policy.PlanSubBatched(ctx, step, mb, pol, *popts)
 	}
-	s = passes.NewState(step, popts)
-	setup(s)
-	return s, nil, s.Run(passes.Pipeline...)
+	return policy.Plan(ctx, step, pol, *popts)
 }
 
 // result gathers what the planner reported (nil when no plan started).
-func result(s *passes.State, sub *passes.ModnnResult, o *Options) *Result {
-	res := &Result{PolicyParams: o.PolicyParams}
-	if sub != nil {
+func result(pr *policy.Result, o *Options) *Result {
+	if pr == nil {
+		return nil
+	}
+	res := &Result{PolicyParams: o.PolicyParams, Passes: pr.Timings}
+	if sub := pr.SubBatching; sub != nil {
 		res.SubBatching = &SubBatching{Batch: sub.Batch, Eq3: sub.SubBatch, Sizes: sub.SubBatches, LowerBound: sub.LowerBound, BaseStep: sub.BaseTime}
 	}
-	if s == nil || s.Report == nil {
-		if sub == nil {
+	r, m := pr.Report, pr.Model
+	if r == nil || m == nil {
+		if res.SubBatching == nil {
 			return nil
 		}
 		return res
 	}
-	r := s.Report
-	m := s.Model
 	sb := res.SubBatching
-	res = &Result{SubBatching: sb, Model: m, Report: r, File: m.Path, Dims: m.Dims, Ops: len(m.Graph.Order()), Device: r.Device,
+	res = &Result{SubBatching: sb, Model: m, Report: r, Passes: pr.Timings, File: m.Path, Dims: m.Dims, Ops: len(m.Graph.Order()), Device: r.Device,
 		Policy: r.Policy, PolicyParams: o.PolicyParams, Budget: r.Budget, BasePeak: r.BasePeak, Peak: r.Peak,
 		Pool: r.Pool, HostPeak: r.HostPeak, BaseStep: r.BaseTime, Step: r.Time, Swapped: r.Swapped,
 		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen}

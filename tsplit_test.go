@@ -13,7 +13,7 @@ import (
 	"github.com/tsplit/tsplit"
 	ot "github.com/tsplit/tsplit/internal/onnxtest"
 	"github.com/tsplit/tsplit/onnxpb"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 // vgg16 is a shipped model (weights as inputs) on which most baseline
@@ -226,9 +226,9 @@ func TestVersion(t *testing.T) {
 	t.Log(v)
 }
 
-// passes.Policies is what Options.Policy accepts.
+// policy.Names is what Options.Policy accepts.
 func TestEveryPolicyIsAccepted(t *testing.T) {
-	for _, p := range passes.Policies() {
+	for _, p := range policy.Names() {
 		_, err := tsplit.PlanFile(context.Background(), "no-such.onnx", tsplit.Options{Policy: p})
 		var ie *tsplit.InputError
 		if !errors.As(err, &ie) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -81,10 +81,10 @@ func (c Config) Resolve() (Config, error) {
 		}
 	}
 	if c.Policies == nil {
-		c.Policies = OrderPolicies(passes.Policies())
+		c.Policies = OrderPolicies(policy.Names())
 	}
 	for _, p := range c.Policies {
-		if _, err := passes.LookupPolicy(p); err != nil {
+		if _, err := policy.Lookup(p); err != nil {
 			return c, fmt.Errorf("bench: %w", err)
 		}
 	}
@@ -181,7 +181,7 @@ type Results struct {
 	// range of batches.
 	Sweep []Sweep
 	// SubBatched is, per model, the largest batch modnn plans with
-	// moDNN's sub-batching (passes.ModnnStep): the step then runs as
+	// moDNN's sub-batching (policy.SubBatchedStep): the step then runs as
 	// sub-batches with gradient accumulation, which for models with
 	// BatchNormalization is not the step the other policies plan
 	// (statistics per sub-batch), so it is kept out of the tables that

@@ -20,7 +20,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 func TestMaxPassing(t *testing.T) {
@@ -78,8 +78,8 @@ func TestOrderPolicies(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("OrderPolicies = %v, want %v", got, want)
 	}
-	if got := OrderPolicies(passes.Policies()); len(got) != len(passes.Policies()) {
-		t.Errorf("OrderPolicies dropped registered policies: %v of %v", got, passes.Policies())
+	if got := OrderPolicies(policy.Names()); len(got) != len(policy.Names()) {
+		t.Errorf("OrderPolicies dropped registered policies: %v of %v", got, policy.Names())
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package bench reproduces the model-scale and throughput evaluation of
 // the TSPLIT paper (ICDE'22, §VI) with tsplit's own planner: for every
-// benchmark model and every registered memory policy (passes.Policies),
+// benchmark model and every registered memory policy (policy.Names),
 //
 //   - Table IV: the largest batch (sample scale) the policy plans into
 //     the device budget;
@@ -16,7 +16,7 @@
 // Every probe is real planning: the zoo model is built at the probed
 // batch and width with its weights as graph inputs (no weight data), its
 // training step is built (compiler.BuildTrainingStep), and the whole
-// passes.Pipeline runs with the policy on the device profile. A probe
+// policy.Plan runs the pipeline with the policy on the device profile. A probe
 // passes when planning succeeds: the plan and its static layout fit the
 // budget and the swapped bytes fit the profile's host memory. Maxima are
 // found by exponential search then binary search (maxPassing), capped
@@ -30,7 +30,7 @@
 //
 // Where another policy goes further than tsplit (Results.Violations), the
 // benchmark plans that size again with tsplit restricted to swapping
-// (passes.Options.NoRecompute) and reports the outcome (Diagnosis), so a
+// (policy.Options.NoRecompute) and reports the outcome (Diagnosis), so a
 // planner weakness is told from a hard limit.
 //
 // Write renders Markdown and CSV tables, PNG and SVG plots (gonum/plot)

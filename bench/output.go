@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/tsplit/tsplit/internal/units"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -663,12 +663,12 @@ func subBatchedTable(r *Results) string {
 func subBatchedMD(r *Results) string {
 	return fmt.Sprintf("# modnn with sub-batching\n\n"+
 		"Device %s, budget %s. The largest batch modnn plans when, as moDNN does, it runs the step as sub-batches of Eq. 3's "+
-		"size with the gradients accumulated (passes.PlanModnn: where the plan at Eq. 3's size does not fit, the whole batch, "+
+		"size with the gradients accumulated (policy.PlanSubBatched: where the plan at Eq. 3's size does not fit, the whole batch, "+
 		"then the sub-batch halved at most %d times), next to modnn on the plain step (Table IV's column) and tsplit. For a model with BatchNormalization this is a "+
 		"different training step: each sub-batch is normalized with its own statistics. The step is unrolled (one copy of the "+
 		"sub-batch step per sub-batch), so the benchmark builds at most %d sub-batches and %d ops; ≥ marks a search that "+
 		"stopped there. Samples/s is at the maximum, in parentheses against the plain step's unconstrained throughput at that "+
-		"batch.\n\n%s", r.Profile.Name, units.Bytes(r.Profile.Budget()), passes.ModnnHalvings, r.Config.MaxSubBatches,
+		"batch.\n\n%s", r.Profile.Name, units.Bytes(r.Profile.Budget()), policy.SubBatchHalvings, r.Config.MaxSubBatches,
 		r.Config.MaxSubBatchOps, subBatchedTable(r))
 }
 

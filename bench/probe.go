@@ -9,7 +9,7 @@ import (
 	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 	"github.com/tsplit/tsplit/zoo"
 )
@@ -25,11 +25,11 @@ type Probe struct {
 	OK  bool
 	Err string
 	// SubBatched marks a probe of modnn with moDNN's sub-batching
-	// (passes.PlanModnn): the step it plans runs SubBatches sub-batches
+	// (policy.PlanSubBatched): the step it plans runs SubBatches sub-batches
 	// of at most SubBatch samples (1 and the batch: the whole batch at
 	// once), where the other probes plan the plain step.
 	// SubBatchEq3 is Eq. 3's sub-batch; SubBatch is below it where
-	// passes.PlanModnn halved it for the plan to fit.
+	// policy.PlanSubBatched halved it for the plan to fit.
 	SubBatched  bool
 	SubBatch    int64
 	SubBatches  int
@@ -105,7 +105,7 @@ func (pr *prober) probe(m Model, batch, width int64, policy string) (*Probe, err
 }
 
 // probeOpts is probe with tsplit's planner restricted to swapping
-// (passes.Options.NoRecompute) when swapOnly is set.
+// (policy.Options.NoRecompute) when swapOnly is set.
 func (pr *prober) probeOpts(m Model, batch, width int64, policy string, swapOnly bool) (*Probe, error) {
 	return pr.probeAt(probeKey{m.Name, batch, width, policy, swapOnly, false}, m)
 }
@@ -188,13 +188,13 @@ func Plan(g *ir.Model, prof *profile.Profile, policy string) (*tsplit.Result, er
 }
 
 func (pr *prober) plan(m Model, k probeKey) (*Probe, error) {
-	batch, width, policy := k.batch, k.width, k.policy
-	p := &Probe{Model: m.Name, Batch: batch, Width: width, Policy: policy, SubBatched: k.subBatched}
+	batch, width, pol := k.batch, k.width, k.policy
+	p := &Probe{Model: m.Name, Batch: batch, Width: width, Policy: pol, SubBatched: k.subBatched}
 	g, _, err := Build(m, batch, width, pr.cfg.Small, pr.cfg.Optimizer)
 	if err != nil {
 		return nil, err
 	}
-	opts := tsplit.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: policy, NoRecompute: k.swapOnly}
+	opts := tsplit.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: pol, NoRecompute: k.swapOnly}
 	if k.subBatched {
 		// Given the forward builder, modnn rebuilds the step as
 		// sub-batches (moDNN's sub-batching).
@@ -219,7 +219,7 @@ func (pr *prober) plan(m Model, k probeKey) (*Probe, error) {
 		if len(sb.Sizes) > 0 {
 			p.SubBatch, p.SubBatches = sb.Sizes[0], len(sb.Sizes)
 		}
-		var lim *passes.SubBatchLimitError
+		var lim *policy.SubBatchLimitError
 		if errors.As(err, &lim) {
 			p.SubBatch, p.SubBatches = lim.Tried, lim.SubBatches
 		}

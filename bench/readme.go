@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tsplit/tsplit/internal/units"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -235,7 +235,7 @@ func differences(r *Results) string {
 			"over the budget, takes the candidate with the smallest ΔT/ΔM and never revisits a decision, so an early cheap choice " +
 			"can leave a later bottleneck with too little to evict; and a plan whose peak fits can still fail its static layout " +
 			"(fragmentation). At each place listed under the tables, why tsplit's own search stopped, and what tsplit restricted " +
-			"to swapping (passes.Options.NoRecompute) does at the other policy's size:\n")
+			"to swapping (policy.Options.NoRecompute) does at the other policy's size:\n")
 		ts := r.column("tsplit")
 		for _, d := range r.Diagnoses {
 			i := slices.IndexFunc(r.Models, func(m Model) bool { return m.Name == d.Model })
@@ -320,14 +320,14 @@ func subBatchedSection(r *Results) string {
 	c := r.Config
 	w("## modnn with sub-batching\n\n")
 	w("moDNN (DATE'18, §IV-A) trains a batch as sub-batches of Eq. 3's size with the gradients accumulated, so only one "+
-		"sub-batch's feature maps have to fit. Here that is `passes.PlanModnn`: Eq. 1–3 on the plain step (each tensor split "+
+		"sub-batch's feature maps have to fit. Here that is `policy.PlanSubBatched`: Eq. 1–3 on the plain step (each tensor split "+
 		"exactly into what grows with the sub-batch, from the step built at the batch + 1), then the step rebuilt by "+
 		"`compiler.AccumulateSubBatches` as k copies of the step at the sub-batch, each reading its rows of the inputs and "+
 		"labels, the gradients summed and the one optimizer update applied at the end, and planned with modnn's Alg. 1. "+
 		"Where Alg. 1 cannot realize Eq. 3's sub-batch (it cannot offload what the previous task read, nor what was not used "+
 		"since it was made, which Eq. 1 does not count), the whole batch is tried, then the sub-batch halved at most %d times "+
 		"— additions to the paper, so that sub-batching is never worse than modnn without it.\n\n",
-		passes.ModnnHalvings)
+		policy.SubBatchHalvings)
 	w("It is not the step the other policies plan when the model has BatchNormalization: each sub-batch is normalized with "+
 		"its own mean and variance and updates the running statistics in turn (docs/training.md). Without BatchNormalization "+
 		"it is the same step up to float32 rounding (compiler's TestAccumulatedEqualsFullBatch: loss, gradients and updated "+

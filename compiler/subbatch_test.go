@@ -1,6 +1,7 @@
 package compiler_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 	"github.com/tsplit/tsplit/zoo"
 )
@@ -544,27 +546,28 @@ func TestModnnRunsSubBatched(t *testing.T) {
 				t.Fatal(err)
 			}
 			budget := int64(c.frac * float64(mem.Peak))
-			popts := &passes.Options{Budget: budget, Profile: prof, Policy: "modnn"}
+			popts := policy.Options{Budget: budget, Profile: prof}
 			// The plain step does not plan there.
 			plain, _ := plainStep(t, build, c.batch, opts)
-			perr := passes.NewState(plain, popts).Run(passes.Pipeline...)
+			_, perr := policy.Plan(context.Background(), plain, policy.Modnn, popts)
 			if perr == nil {
 				t.Fatalf("the plain step plans at %s: choose a smaller budget", units.Bytes(budget))
 			}
-			g, res, err := passes.ModnnStep(step, passes.ModnnBuild{Forward: build, Train: opts}, popts)
+			g, res, err := policy.SubBatchedStep(step, policy.SubBatchBuild{Forward: build, Train: opts}, popts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.SubBatch >= c.batch || len(res.SubBatches) < 2 {
 				t.Fatalf("budget %s: Eq. 3 gives sub-batch %d of %d (%v)", units.Bytes(budget), res.SubBatch, c.batch, res.SubBatches)
 			}
-			s := passes.NewState(g, popts)
-			s.Check = true
-			if err := s.Run(passes.Pipeline...); err != nil {
+			checked := popts
+			checked.Check = true
+			planned, err := policy.Plan(context.Background(), g, policy.Modnn, checked)
+			if err != nil {
 				t.Fatalf("sub-batches %v at %s: %v", res.SubBatches, units.Bytes(budget), err)
 			}
-			if r := passes.ModnnResultOf(s); r != nil && !slices.Equal(r.SubBatches, res.SubBatches) {
-				t.Errorf("the policy reports sub-batches %v, the step has %v", r.SubBatches, res.SubBatches)
+			if r, ok := planned.Detail.(*policy.ModnnResult); !ok || !slices.Equal(r.SubBatches, res.SubBatches) {
+				t.Errorf("the policy reports %#v, the step has sub-batches %v", planned.Detail, res.SubBatches)
 			}
 			xopts, pool, err := executor.PlannedOptions(g)
 			if err != nil {
@@ -603,8 +606,8 @@ func TestModnnRunsSubBatched(t *testing.T) {
 				}
 			}
 			t.Logf("budget %s (%.2f of the plain peak %s): Eq. 3 sub-batch %d, sub-batches %v; %d swapped; planned peak %s, measured high-water %s (the plain step: %v)",
-				units.Bytes(budget), c.frac, units.Bytes(mem.Peak), res.SubBatch, res.SubBatches, s.Report.Swapped,
-				units.Bytes(s.Report.Peak), units.Bytes(out.HighWater), perr)
+				units.Bytes(budget), c.frac, units.Bytes(mem.Peak), res.SubBatch, res.SubBatches, planned.Report.Swapped,
+				units.Bytes(planned.Report.Peak), units.Bytes(out.HighWater), perr)
 		})
 	}
 }

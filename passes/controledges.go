@@ -21,7 +21,7 @@ var ControlEdges = &Pass{
 	Run: func(s *State) (any, error) {
 		g := s.Model.Graph
 		r := s.Report
-		if r == nil || (r.Swapped == 0 && r.Split == 0) || PolicyPlacesTriggers(s.Opts.Policy) {
+		if r == nil || (r.Swapped == 0 && r.Split == 0) || (s.Opts.Policy != nil && s.Opts.Policy.OwnTriggers()) {
 			return nil, nil // nothing to place, or the policy's own rule (vDNN, TFLMS, …) stands
 		}
 		p := profileOf(s)

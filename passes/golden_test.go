@@ -1,4 +1,4 @@
-package passes
+package passes_test
 
 import (
 	"bytes"
@@ -10,9 +10,12 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
 	. "github.com/tsplit/tsplit/ir/irtest"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 // -update rewrites the golden files of this package. The flag is
@@ -46,35 +49,6 @@ type goldenCase struct {
 	build func(t *testing.T) *ir.Model
 }
 
-func goldenFloats(n int64, seed float64) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = float64((int64(i)*7919+int64(seed*1000))%201-100) / 1000
-	}
-	return out
-}
-
-func goldenWeight(b *B, name string, dims ...int64) *ir.Value {
-	n := int64(1)
-	for _, d := range dims {
-		n *= d
-	}
-	return b.Init(name, ir.TensorFromFloat64s(ir.Float, ir.Shape(dims), goldenFloats(n, float64(len(name)))))
-}
-
-func goldenTrain(t *testing.T, m *ir.Model) *ir.Model {
-	t.Helper()
-	if m.Meta == nil {
-		// BuildTrainingStep writes its metadata into m.Meta and panics
-		// on a nil map (irtest models have none).
-		m.Meta = map[string]string{}
-	}
-	if _, err := compiler.BuildTrainingStep(m, compiler.TrainOptions{Optimizer: "sgd"}); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // goldenCases are the end-to-end goldens: whole training steps through
 // the whole pipeline, one CNN and one transformer. Targeted behaviours
 // (the depth-first order, liveness, swap-in triggers, splits,
@@ -86,15 +60,15 @@ var goldenCases = []goldenCase{
 	{name: "convnet", ratio: 0.9, build: func(t *testing.T) *ir.Model {
 		b := New(t)
 		x := b.Input("x", ir.Float, 8, 3, 16, 16)
-		c := b.Op("Conv", V(x, goldenWeight(b, "conv.weight", 8, 3, 3, 3), goldenWeight(b, "conv.bias", 8)), Ints("pads", 1, 1, 1, 1))
-		bn := b.OpN("BatchNormalization", 3, V(c, goldenWeight(b, "bn.weight", 8), goldenWeight(b, "bn.bias", 8),
+		c := b.Op("Conv", V(x, plantest.Weight(b, "conv.weight", 8, 3, 3, 3), plantest.Weight(b, "conv.bias", 8)), Ints("pads", 1, 1, 1, 1))
+		bn := b.OpN("BatchNormalization", 3, V(c, plantest.Weight(b, "bn.weight", 8), plantest.Weight(b, "bn.bias", 8),
 			b.Init("bn.running_mean", ir.TensorFromFloat64s(ir.Float, ir.Shape{8}, make([]float64, 8))),
 			b.Init("bn.running_var", ir.TensorFromFloat64s(ir.Float, ir.Shape{8}, []float64{1, 1, 1, 1, 1, 1, 1, 1}))), Int("training_mode", 1))
 		r := b.Op("Relu", V(bn[0]))
 		p := b.Op("MaxPool", V(r), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2))
 		f := b.Op("Flatten", V(p))
-		y := b.Op("Gemm", V(f, goldenWeight(b, "fc.weight", 10, 512), goldenWeight(b, "fc.bias", 10)), Int("transB", 1))
-		return goldenTrain(t, b.Return(y))
+		y := b.Op("Gemm", V(f, plantest.Weight(b, "fc.weight", 10, 512), plantest.Weight(b, "fc.bias", 10)), Int("transB", 1))
+		return plantest.Train(t, b.Return(y))
 	}},
 	// The CI-sized BERT encoder of testdata/onnx (weights as inputs) at
 	// batch 4.
@@ -103,7 +77,7 @@ var goldenCases = []goldenCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		return goldenTrain(t, m)
+		return plantest.Train(t, m)
 	}},
 }
 
@@ -111,7 +85,7 @@ var goldenCases = []goldenCase{
 func goldenBudget(t *testing.T, c goldenCase) int64 {
 	t.Helper()
 	m := c.build(t)
-	if err := NewState(m, nil).Run(Schedule); err != nil {
+	if err := passes.NewState(m, nil).Run(passes.Schedule); err != nil {
 		t.Fatal(err)
 	}
 	mem, err := memory.Analyze(m.Graph, memory.Options{})
@@ -131,15 +105,15 @@ func goldenBudget(t *testing.T, c goldenCase) int64 {
 func TestGoldenPasses(t *testing.T) {
 	for _, c := range goldenCases {
 		budget := goldenBudget(t, c)
-		for k, p := range Pipeline {
+		for k, p := range passes.Pipeline {
 			t.Run(p.Name+"/"+c.name, func(t *testing.T) {
 				m := c.build(t)
 				if err := ir.Verify(m); err != nil {
-					t.Fatalf("before %s: %v", Pipeline[0].Name, err)
+					t.Fatalf("before %s: %v", passes.Pipeline[0].Name, err)
 				}
-				s := NewState(m, &Options{Budget: budget})
+				s := passes.NewState(m, &passes.Options{Budget: budget, Policy: policy.Tsplit})
 				s.Check = true // ir.Verify after every pass
-				for _, q := range Pipeline[:k+1] {
+				for _, q := range passes.Pipeline[:k+1] {
 					if err := s.Run(q); err != nil {
 						t.Fatal(err)
 					}
@@ -150,9 +124,9 @@ func TestGoldenPasses(t *testing.T) {
 					t.Fatal(err)
 				}
 				if s.Report != nil {
-					goldenReport(&buf, s.Report, p == PlanMemory)
+					goldenReport(&buf, s.Report, p == passes.PlanMemory)
 				}
-				if p == Layout {
+				if p == passes.Layout {
 					if err := layoutText(&buf, m); err != nil {
 						t.Fatal(err)
 					}
@@ -166,7 +140,7 @@ func TestGoldenPasses(t *testing.T) {
 
 // goldenReport writes the plan's report (no times: floating-point
 // results may differ in the last bits between architectures).
-func goldenReport(buf *bytes.Buffer, r *Report, decisions bool) {
+func goldenReport(buf *bytes.Buffer, r *passes.Report, decisions bool) {
 	fmt.Fprintf(buf, "# report: base peak %d, peak %d, %d swapped, %d recomputed, %d split, %d rounds\n", r.BasePeak, r.Peak, r.Swapped, r.Recomputed, r.Split, r.Rounds)
 	if !decisions {
 		return
@@ -217,19 +191,20 @@ func TestGoldenLiveness(t *testing.T) {
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.build(t)
-			s := NewState(m, nil)
+			s := passes.NewState(m, nil)
 			s.Check = true
-			if err := s.Run(Schedule); err != nil {
+			if err := s.Run(passes.Schedule); err != nil {
 				t.Fatal(err)
 			}
 			var before, after bytes.Buffer
 			if err := ir.Dump(&before, m.Graph); err != nil {
 				t.Fatal(err)
 			}
-			mem, err := typed[*memory.Model](s, Liveness)
+			res, err := s.Result(passes.Liveness)
 			if err != nil {
 				t.Fatal(err)
 			}
+			mem := res.(*memory.Model)
 			if err := ir.Verify(m); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package passes
+package passes_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"github.com/tsplit/tsplit/internal/filecheck"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -113,7 +115,7 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 		n++
 	}
 	names := strings.Join(fields[:n], "")
-	o := &Options{}
+	o := &passes.Options{Policy: policy.Tsplit}
 	split := &splitRequest{}
 	ratio := 0.0
 	for _, f := range fields[n:] {
@@ -129,7 +131,7 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 		case "norecompute":
 			o.NoRecompute = true
 		case "policy":
-			o.Policy = val
+			o.Policy, err = policy.Lookup(val)
 		case "profile":
 			o.Profile, err = profile.Lookup(val)
 		case "op":
@@ -153,7 +155,7 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 	}
 	if ratio > 0 {
 		probe := m.Clone()
-		if err := NewState(probe, nil).Run(Schedule); err != nil {
+		if err := passes.NewState(probe, nil).Run(passes.Schedule); err != nil {
 			return "", err
 		}
 		mem, err := memory.Analyze(probe.Graph, memory.Options{})
@@ -162,7 +164,7 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 		}
 		o.Budget = int64(float64(mem.Peak) * ratio)
 	}
-	s := NewState(m, o)
+	s := passes.NewState(m, o)
 	s.Check = true
 	var extra bytes.Buffer
 	ranLayout := false
@@ -174,7 +176,7 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 		if err := s.Run(p); err != nil {
 			return "", err
 		}
-		ranLayout = ranLayout || p == Layout
+		ranLayout = ranLayout || p == passes.Layout
 		if p.Mutates {
 			continue
 		}
@@ -206,8 +208,8 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 // irCheckPass resolves a pass name of a RUN line: a pass of the
 // pipeline table, an analysis, or a test-only rewrite. It is the one
 // place that knows the pass manager's names.
-func irCheckPass(name string, split *splitRequest) (*Pass, error) {
-	for _, p := range append(append([]*Pass{}, Pipeline...), Liveness, FTCompat) {
+func irCheckPass(name string, split *splitRequest) (*passes.Pass, error) {
+	for _, p := range append(append([]*passes.Pass{}, passes.Pipeline...), passes.Liveness, passes.FTCompat) {
 		if p.Name == name {
 			return p, nil
 		}
@@ -229,12 +231,12 @@ type splitRequest struct {
 // pass applies InsertSplit to the named op directly, without the
 // planner, so a test pins how one split is rewritten (slices with halos,
 // micro-ops, merges) whatever the cost model would choose.
-func (r *splitRequest) pass() *Pass {
-	return &Pass{
+func (r *splitRequest) pass() *passes.Pass {
+	return &passes.Pass{
 		Name:    "insert-split",
 		Doc:     "split one op as the RUN line's op=, dim= and parts= say (tests only)",
 		Mutates: true,
-		Run: func(s *State) (any, error) {
+		Run: func(s *passes.State) (any, error) {
 			var op *ir.Op
 			for _, o := range s.Model.Graph.Order() {
 				if o.Name == r.op {
@@ -244,10 +246,10 @@ func (r *splitRequest) pass() *Pass {
 			if op == nil {
 				return nil, fmt.Errorf("no op named %q", r.op)
 			}
-			var dm DimMap
+			var dm passes.DimMap
 			found := false
-			for _, d := range AnalyzeFT(s.Model).Of(op) {
-				if r.dim == "sum" && d.Merge == MergeSum || d.Merge == MergeConcat && strconv.Itoa(d.OutDim) == r.dim {
+			for _, d := range passes.AnalyzeFT(s.Model).Of(op) {
+				if r.dim == "sum" && d.Merge == passes.MergeSum || d.Merge == passes.MergeConcat && strconv.Itoa(d.OutDim) == r.dim {
 					dm, found = d, true
 					break
 				}
@@ -255,7 +257,7 @@ func (r *splitRequest) pass() *Pass {
 			if !found {
 				return nil, fmt.Errorf("%s has no split along %q", op.Describe(), r.dim)
 			}
-			return nil, InsertSplit(s.Model, &SplitDecision{Op: op, PNum: r.parts, Map: dm})
+			return nil, passes.InsertSplit(s.Model, &passes.SplitDecision{Op: op, PNum: r.parts, Map: dm})
 		},
 	}
 }
@@ -263,11 +265,11 @@ func (r *splitRequest) pass() *Pass {
 // renderAnalysis writes the result of an analysis the RUN line names
 // after the dump (layout's is written at the end, for every RUN that
 // includes it).
-func renderAnalysis(w *bytes.Buffer, m *ir.Model, p *Pass, res any) error {
+func renderAnalysis(w *bytes.Buffer, m *ir.Model, p *passes.Pass, res any) error {
 	switch r := res.(type) {
 	case *memory.Model:
 		livenessText(w, r)
-	case *FTResult:
+	case *passes.FTResult:
 		fmt.Fprintf(w, "# %s\n", p.Name)
 		return r.Dump(w, m.Graph)
 	}

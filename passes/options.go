@@ -12,13 +12,13 @@ type Options struct {
 	Budget int64
 	// Profile is the device; nil means titan-rtx.
 	Profile *profile.Profile
-	// Policy names the memory policy (see Policies); "" is "tsplit".
-	Policy string
+	// Policy is the memory policy (package policy has them); PlanMemory
+	// needs one.
+	Policy Policy
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
-	// PolicyParams are named parameters of the policy, as text (tflms:
-	// n_tensors, lb, ub, ctrld_strategy, fuse_swapins). A policy rejects
-	// names it does not know.
+	// PolicyParams are the policy's parameters, as text, already checked
+	// against what it declares (package policy).
 	PolicyParams map[string]string
 	// Context, when set, is checked before every pass and every planning
 	// round, so a caller can stop a long plan: once it is done, planning
@@ -28,7 +28,8 @@ type Options struct {
 	// with the round (0 first), the peak of the graph it plans (the
 	// unplanned step's in round 0) and the budget it aims at, for
 	// progress reports. tsplit's swap/recompute-only alternative plan
-	// (see PlanMemory) reports its rounds too, from round 0 again.
+	// (tsplit's PlanStep, package policy) reports its rounds too, from
+	// round 0 again.
 	OnRound func(round int, peak, target int64)
 }
 

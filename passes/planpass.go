@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tsplit/tsplit/ir"
@@ -8,88 +9,21 @@ import (
 	"github.com/tsplit/tsplit/profile"
 )
 
-// Report summarizes what planning did; the CLI prints it and the
-// emitted model carries it as metadata.
-type Report struct {
-	Policy     string  `json:"policy"`
-	Device     string  `json:"device"`
-	Budget     int64   `json:"budget_bytes"`
-	BasePeak   int64   `json:"base_peak_bytes"`
-	Peak       int64   `json:"planned_peak_bytes"`
-	Pool       int64   `json:"pool_bytes"`
-	HostPeak   int64   `json:"host_peak_bytes"`
-	BaseTime   float64 `json:"base_step_s"`
-	Time       float64 `json:"planned_step_s"`
-	Swapped    int     `json:"swapped"`
-	Recomputed int     `json:"recomputed"`
-	Split      int     `json:"split"`
-	Rounds     int     `json:"rounds"`
-	// Chosen says, for the tsplit policy, which of its two plans was
-	// kept when both were tried (see PlanMemory): "" when only one was
-	// made.
-	Chosen string `json:"chosen,omitempty"`
-	// Decisions lists every tensor decision, in the order made.
-	Decisions []DecisionReport `json:"decisions"`
-	// Base and Planned are the memory timelines (M_i along the schedule)
-	// before and after planning, for reports. They are left out of the
-	// model's metadata.
-	Base    []TimelinePoint `json:"base_timeline,omitempty"`
-	Planned []TimelinePoint `json:"planned_timeline,omitempty"`
-}
+// Planning in rounds. PlanMemory is one pass of the pipeline; inside it,
+// PlanRounds runs each round as passes of its own, which the manager
+// times, checks and dumps like any other (names under "plan/"):
+//
+//	plan/liveness, plan/simulate      the graph as planning found it
+//	plan/round-N/fit                  static layout of a plan that fits M_i
+//	plan/round-N/decide               the policy's plan for this round
+//	plan/round-N/insert               the plan rewritten into the graph
+//	plan/round-N/liveness, …/simulate the rewritten graph, for the next round
+//
+// A round plans on the current graph with the analytic cost model; the
+// exact memory model of the rewritten graph then decides whether another
+// round is needed.
 
-// TimelinePoint is one op of a memory timeline.
-type TimelinePoint struct {
-	Op    string  `json:"op"`
-	Type  string  `json:"type"`
-	Phase string  `json:"phase"`
-	Live  int64   `json:"live_bytes"`
-	Start float64 `json:"start_s"`
-	End   float64 `json:"end_s"`
-	// Kind marks what planning added: "swap_out", "swap_in", "recompute",
-	// "split", "host"; empty for the model's own ops.
-	Kind string `json:"kind,omitempty"`
-}
-
-// timeline renders a memory model and simulation as points.
-func timeline(mem *memory.Model, tl *Timeline) []TimelinePoint {
-	out := make([]TimelinePoint, len(mem.Order))
-	for i, op := range mem.Order {
-		pt := TimelinePoint{Op: op.Name, Type: op.QualifiedType(), Phase: op.Phase.String(), Live: mem.Live[i], Start: tl.Start[i], End: tl.End[i]}
-		switch ir.CopyOf(op) {
-		case ir.ToHost:
-			pt.Kind = "swap_out"
-		case ir.ToDevice:
-			pt.Kind = "swap_in"
-		case ir.OnHost:
-			pt.Kind = "host"
-		}
-		if pt.Kind == "" {
-			pt.Kind = op.Origin // "recompute", "split" or the model's own ("")
-		}
-		out[i] = pt
-	}
-	return out
-}
-
-// DecisionReport is one row of the per-tensor decision table.
-type DecisionReport struct {
-	Tensor string `json:"tensor"`
-	Bytes  int64  `json:"bytes"`
-	Option string `json:"option"`
-	PNum   int    `json:"p_num"`
-	Dim    int    `json:"dim"`
-	// Split is the split's map as FTCompat prints it (splits only):
-	// dimension, kind, rewrite, and per input the followed dimension
-	// with σ and halo.
-	Split  string  `json:"split,omitempty"`
-	DeltaM int64   `json:"delta_m"`
-	DeltaT float64 `json:"delta_t_s"`
-	At     string  `json:"bottleneck"`
-}
-
-// maxRounds bounds plan-and-rewrite rounds. A round plans on the
-// current graph with the analytic cost model; the exact memory model of
-// the rewritten graph then decides whether another round is needed.
+// maxRounds bounds plan-and-rewrite rounds.
 const maxRounds = 24
 
 func profileOf(s *State) *profile.Profile {
@@ -100,148 +34,93 @@ func profileOf(s *State) *profile.Profile {
 	return p
 }
 
-// PlanMemory runs TSPLIT Alg. 2 rounds until the exact memory model of
-// the rewritten graph fits the budget: plan on the current graph, insert
-// the swaps and recomputations, re-analyze.
-var PlanMemory = &Pass{
-	Name:     "plan",
-	Doc:      "choose swap/recompute per tensor by smallest ΔT/ΔM (TSPLIT Alg. 2) and insert them",
-	Requires: []*Pass{Schedule},
+// Simulation is the predicted timeline of the current order on the
+// device (Simulate over Liveness's memory model).
+var Simulation = &Pass{
+	Name:     "simulate",
+	Doc:      "discrete-event simulation of the compute and copy streams",
+	Requires: []*Pass{Liveness},
+	Run: func(s *State) (any, error) {
+		mem, err := typed[*memory.Model](s, Liveness)
+		if err != nil {
+			return nil, err
+		}
+		return Simulate(s.Model.Graph, mem, profileOf(s)), nil
+	},
+}
+
+// roundState is the planning round in progress, which its passes share.
+type roundState struct {
+	pol    Policy
+	n      int   // 0 first
+	target int64 // what the round aims M_i at
+}
+
+// FitLayout is the static layout of the current graph, computed when its
+// memory model fits the round's target: the pool it needs says whether
+// fragmentation still takes the plan past the budget.
+var FitLayout = &Pass{
+	Name:     "fit",
+	Doc:      "static layout of a plan whose M_i fit: does its pool fit the budget",
+	Requires: []*Pass{Liveness},
+	Run: func(s *State) (any, error) {
+		mem, err := typed[*memory.Model](s, Liveness)
+		if err != nil {
+			return nil, err
+		}
+		return mem.MakeLayout(), nil
+	},
+}
+
+// Decide asks the round's policy for its plan of the current graph.
+var Decide = &Pass{
+	Name:     "decide",
+	Doc:      "the policy chooses what to evict, swap, recompute or split this round",
+	Requires: []*Pass{Liveness, Simulation},
+	Run: func(s *State) (any, error) {
+		mem, err := typed[*memory.Model](s, Liveness)
+		if err != nil {
+			return nil, err
+		}
+		tl, err := typed[*Timeline](s, Simulation)
+		if err != nil {
+			return nil, err
+		}
+		r := s.round
+		if r == nil {
+			return nil, fmt.Errorf("decide runs inside planning rounds (PlanRounds)")
+		}
+		plan, err := r.pol.Plan(&PolicyContext{Model: s.Model, G: s.Model.Graph, Mem: mem, TL: tl, Prof: profileOf(s),
+			Budget: r.target, Round: r.n, Opts: s.Opts})
+		if err != nil {
+			return nil, err
+		}
+		if plan == nil {
+			plan = &Plan{Budget: r.target}
+		}
+		s.Detail = plan.Detail
+		return plan, nil
+	},
+}
+
+// Insert rewrites the round's plan into the graph and records its
+// decisions in the report: swaps and recomputations first
+// (InsertSwapRecompute), then each split (InsertSplit).
+var Insert = &Pass{
+	Name:     "insert",
+	Doc:      "rewrite the plan: swap-out/swap-in pairs, recompute clones, split and merge ops",
+	Requires: []*Pass{Decide},
 	Mutates:  true,
-	Run:      planWithFallback,
-}
-
-// planWithFallback runs the rounds, and for the tsplit policy keeps a
-// split plan only where it pays. Alg. 2 takes a split when its ΔT/ΔM
-// beats every swap and recompute at one bottleneck, a greedy choice
-// that can leave the whole plan slower than — or, through later rounds,
-// infeasible where — the swap/recompute-only plan of the same graph is
-// not; TSPLIT "resorts to swapping/recomputing full tensors if the cost
-// outweighs the benefits" (§V-C). So when the split plan contains splits
-// or fails, the swap/recompute-only plan is made on a copy of the graph
-// taken before planning, and the one with the shorter simulated step
-// (or the one that exists) is kept. Report.Chosen says which.
-func planWithFallback(s *State) (any, error) {
-	if err := CheckPolicyParams(s.Opts.Policy, s.Opts.PolicyParams); err != nil {
-		return nil, err
-	}
-	if policyName(s.Opts.Policy) != "tsplit" || s.Opts.NoSwap {
-		return planRounds(s)
-	}
-	snap := s.Model.Clone()
-	res, err := planRounds(s)
-	if err == nil && s.Report.Split == 0 {
-		return res, nil
-	}
-	opts := *s.Opts
-	opts.Policy = "tsplit-nosplit"
-	alt := NewState(snap, &opts)
-	alt.Check = s.Check
-	_, altErr := planRounds(alt)
-	switch {
-	case altErr != nil && err != nil:
-		return nil, err
-	case altErr != nil:
-		s.Report.Chosen = "split plan (the swap/recompute-only plan failed)"
-		return res, nil
-	case err == nil && s.Report.Time <= alt.Report.Time:
-		s.Report.Chosen = fmt.Sprintf("split plan (simulated step %.4g s; swap/recompute only: %.4g s)", s.Report.Time, alt.Report.Time)
-		return res, nil
-	}
-	r := alt.Report
-	r.Policy = s.Report.Policy
-	if err != nil {
-		r.Chosen = "swap/recompute-only plan (the split plan failed: " + err.Error() + ")"
-	} else {
-		r.Chosen = fmt.Sprintf("swap/recompute-only plan (simulated step %.4g s; with splits: %.4g s)", r.Time, s.Report.Time)
-	}
-	*s.Model = *snap
-	s.Report, s.layout = r, alt.layout
-	return nil, nil
-}
-
-// planRounds is Alg. 2 in rounds with the state's policy (PlanMemory).
-func planRounds(s *State) (any, error) {
-	m, g := s.Model, s.Model.Graph
-	p := profileOf(s)
-	budget := s.Opts.Budget
-	if budget <= 0 {
-		budget = p.Budget()
-	}
-	base, err := memory.Analyze(g, memory.Options{})
-	if err != nil {
-		return nil, err
-	}
-	baseTL := Simulate(g, base, p)
-	r := &Report{Policy: policyName(s.Opts.Policy), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL)}
-	s.Report = r
-	mem := base
-	tl := baseTL
-	// target is what the planner aims M_i at: the budget, lowered by
-	// what fragmentation costs when the static layout of a fitting
-	// plan still needs a bigger pool.
-	target := budget
-	fragRounds := 0
-	// The lower bound reported on failure is the input graph's: later
-	// rounds plan on a rewritten graph.
-	var lowerBound int64 = -1
-	baseBound := func() int64 {
-		if lowerBound < 0 {
-			lb := NewPlanner(g, base, baseTL, p, budget)
-			if !s.Opts.NoSwap && policyName(s.Opts.Policy) == "tsplit" {
-				lb.SplitChoices = s.splitChoices()
-			}
-			lowerBound = lb.LowerBound()
-		}
-		return lowerBound
-	}
-	if mem.Peak > budget {
-		baseBound() // before the graph changes
-	}
-	for round := 0; ; round++ {
-		if err := s.Opts.interrupted(); err != nil {
-			return nil, err
-		}
-		if s.Opts.OnRound != nil {
-			s.Opts.OnRound(round, mem.Peak, target)
-		}
-		if mem.Peak <= target {
-			l := mem.MakeLayout()
-			if l.Pool <= budget {
-				s.layout = l
-				break
-			}
-			// Aim below by the overshoot, and a little more each time
-			// so that this converges in a few rounds.
-			over := l.Pool - budget
-			target -= over + over/2 + memory.Alignment
-			fragRounds++
-			if fragRounds > maxRounds {
-				return nil, fmt.Errorf("the static layout of every plan found needs a pool over the budget of %d bytes (fragmentation)", budget)
-			}
-			continue
-		}
-		if round >= maxRounds+fragRounds {
-			return nil, fmt.Errorf("after %d rounds the plan still peaks at %d bytes, over the target of %d (budget %d)", maxRounds, mem.Peak, target, budget)
-		}
-		policy, err := LookupPolicy(s.Opts.Policy)
+	Run: func(s *State) (any, error) {
+		plan, err := typed[*Plan](s, Decide)
 		if err != nil {
 			return nil, err
 		}
-		plan, err := policy(&PolicyContext{State: s, G: g, Mem: mem, TL: tl, Prof: p, Budget: target, Round: round})
+		mem, err := typed[*memory.Model](s, Liveness)
 		if err != nil {
-			if ie, ok := err.(*InfeasibleError); ok {
-				// Planning aimed below the budget to leave room for the
-				// layout's fragmentation: what stays live must fit with it.
-				ie.Need += budget - target
-				ie.Budget = budget
-				ie.LowerBound = baseBound()
-			}
 			return nil, err
 		}
-		if len(plan.Decisions) == 0 && len(plan.Splits) == 0 {
-			return nil, fmt.Errorf("round %d found nothing to evict at a peak of %d bytes (target %d)", round+1, mem.Peak, target)
-		}
+		m, r := s.Model, s.Report
 		for _, d := range plan.Decisions {
 			r.Decisions = append(r.Decisions, DecisionReport{Tensor: d.Value.Name, Bytes: d.Value.Bytes(), Option: d.Option.String(),
 				PNum: 1, Dim: -1, DeltaM: d.DeltaM, DeltaT: d.DeltaT, At: mem.Order[d.At].Describe()})
@@ -266,16 +145,144 @@ func planRounds(s *State) (any, error) {
 		if err := ir.Verify(m); err != nil {
 			return nil, fmt.Errorf("rewritten graph does not verify: %w", err)
 		}
-		if mem, err = memory.Analyze(g, memory.Options{}); err != nil {
-			return nil, err
+		return nil, nil
+	},
+}
+
+// PlanMemory plans the step into the budget with the options' policy:
+// PlanRounds, or the policy's own PlanStep (StepPlanner).
+var PlanMemory = &Pass{
+	Name:     "plan",
+	Doc:      "plan and insert swaps, recomputations and splits in rounds until the step fits the budget",
+	Requires: []*Pass{Schedule},
+	Mutates:  true,
+	Run: func(s *State) (any, error) {
+		pol := s.Opts.Policy
+		if pol == nil {
+			return nil, fmt.Errorf("no memory policy in the options (package policy has them)")
 		}
-		tl = Simulate(g, mem, p)
+		if sp, ok := pol.(StepPlanner); ok {
+			return nil, sp.PlanStep(s)
+		}
+		return nil, PlanRounds(s, pol)
+	},
+}
+
+// inRound runs a pass of round n (0 first) and returns its result.
+func inRound[T any](s *State, n int, p *Pass) (T, error) {
+	var out T
+	err := s.within(fmt.Sprintf("round-%d", n+1), func() error {
+		var err error
+		out, err = typed[T](s, p)
+		return err
+	})
+	return out, err
+}
+
+// PlanRounds plans s's graph with pol in rounds until the exact memory
+// model of the rewritten graph fits the budget, and its static layout
+// too: plan on the current graph, insert, re-analyze. It fills
+// s.Report.
+func PlanRounds(s *State, pol Policy) error {
+	g := s.Model.Graph
+	p := profileOf(s)
+	budget := s.Opts.Budget
+	if budget <= 0 {
+		budget = p.Budget()
+	}
+	base, err := typed[*memory.Model](s, Liveness)
+	if err != nil {
+		return err
+	}
+	baseTL, err := typed[*Timeline](s, Simulation)
+	if err != nil {
+		return err
+	}
+	r := &Report{Policy: pol.Name(), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL)}
+	s.Report = r
+	mem := base
+	tl := baseTL
+	// target is what the planner aims M_i at: the budget, lowered by
+	// what fragmentation costs when the static layout of a fitting
+	// plan still needs a bigger pool.
+	target := budget
+	fragRounds := 0
+	// The lower bound reported on failure is the input graph's: later
+	// rounds plan on a rewritten graph.
+	var lowerBound int64 = -1
+	baseBound := func() int64 {
+		if lowerBound < 0 {
+			lowerBound = 0
+			if lb, ok := pol.(LowerBounder); ok {
+				lowerBound = lb.LowerBound(&PolicyContext{Model: s.Model, G: g, Mem: base, TL: baseTL, Prof: p, Budget: budget, Opts: s.Opts})
+			}
+		}
+		return lowerBound
+	}
+	if mem.Peak > budget {
+		baseBound() // before the graph changes
+	}
+	defer func() { s.round = nil }()
+	for round := 0; ; round++ {
+		if err := s.Opts.interrupted(); err != nil {
+			return err
+		}
+		if s.Opts.OnRound != nil {
+			s.Opts.OnRound(round, mem.Peak, target)
+		}
+		s.round = &roundState{pol: pol, n: round, target: target}
+		if mem.Peak <= target {
+			l, err := inRound[*memory.Layout](s, round, FitLayout)
+			if err != nil {
+				return err
+			}
+			if l.Pool <= budget {
+				s.layout = l
+				break
+			}
+			// Aim below by the overshoot, and a little more each time
+			// so that this converges in a few rounds.
+			over := l.Pool - budget
+			target -= over + over/2 + memory.Alignment
+			fragRounds++
+			if fragRounds > maxRounds {
+				return fmt.Errorf("the static layout of every plan found needs a pool over the budget of %d bytes (fragmentation)", budget)
+			}
+			continue
+		}
+		if round >= maxRounds+fragRounds {
+			return fmt.Errorf("after %d rounds the plan still peaks at %d bytes, over the target of %d (budget %d)", maxRounds, mem.Peak, target, budget)
+		}
+		plan, err := inRound[*Plan](s, round, Decide)
+		if err != nil {
+			var ie *InfeasibleError
+			if errors.As(err, &ie) {
+				// Planning aimed below the budget to leave room for the
+				// layout's fragmentation: what stays live must fit with it.
+				ie.Need += budget - target
+				ie.Budget = budget
+				ie.LowerBound = baseBound()
+			}
+			return err
+		}
+		if len(plan.Decisions) == 0 && len(plan.Splits) == 0 {
+			return fmt.Errorf("round %d found nothing to evict at a peak of %d bytes (target %d)", round+1, mem.Peak, target)
+		}
+		if err := s.within(fmt.Sprintf("round-%d", round+1), func() error { return s.run(Insert) }); err != nil {
+			return err
+		}
+		if mem, err = inRound[*memory.Model](s, round, Liveness); err != nil {
+			return err
+		}
+		if tl, err = inRound[*Timeline](s, round, Simulation); err != nil {
+			return err
+		}
 		r.Rounds = round + 1
 	}
 	r.Peak, r.HostPeak, r.Time = mem.Peak, mem.HostPeak, tl.StepTime
 	r.Planned = timeline(mem, tl)
 	if r.HostPeak > p.HostMemory {
-		return nil, fmt.Errorf("the plan swaps %d bytes to the host at once, more than the %s profile's %d bytes of pinned host memory", r.HostPeak, p.Name, p.HostMemory)
+		return fmt.Errorf("the plan swaps %d bytes to the host at once, more than the %s profile's %d bytes of pinned host memory", r.HostPeak, p.Name, p.HostMemory)
 	}
-	return nil, nil
+	return nil
 }

@@ -2,125 +2,16 @@ package passes
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
 	. "github.com/tsplit/tsplit/ir/irtest"
 )
 
 // Tests of recomputation chains (TSPLIT §V-D, memory-centric) and of the
 // LRU reuse of their clones (reuseRecomputed).
-
-// recomputeMLP is the training step (SGD) of a perceptron of layers
-// Relu(x·W + b) layers of width 64 at batch 256: activations dominate,
-// and every tensor the backward pass reads is either a Relu output
-// (whose producer reads a dead pre-activation) or a mask computed from
-// it by a backward op, so only chains can recompute anything.
-func recomputeMLP(t *testing.T, layers int) *ir.Model {
-	b := New(t)
-	h := b.Input("x", ir.Float, 256, 32)
-	in := int64(32)
-	for l := 0; l < layers; l++ {
-		w := goldenWeight(b, fmt.Sprintf("fc%d.weight", l), in, 64)
-		h = b.Op("Relu", V(b.Op("Add", V(b.Op("MatMul", V(h, w)), goldenWeight(b, fmt.Sprintf("fc%d.bias", l), 64)))))
-		in = 64
-	}
-	return goldenTrain(t, b.Return(b.Op("MatMul", V(h, goldenWeight(b, "out.weight", 64, 10)))))
-}
-
-// recomputeClones counts the clone ops of a graph.
-func recomputeClones(m *ir.Model) int {
-	n := 0
-	for _, op := range m.Graph.Order() {
-		if op.Origin == "recompute" {
-			n++
-		}
-	}
-	return n
-}
-
-// TestRecomputeChains plans a six-layer perceptron with recomputation
-// only (NoSwap) into 0.9 and 0.75 of its depth-first peak. Recomputing a
-// single producer whose inputs are live finds nothing to evict there;
-// chains back to the graph input plan it. The planned step runs on a CPU
-// device capped at the budget: its measured high-water mark is the
-// plan's peak, and its outputs (loss, updated weights) are bit-exact
-// with the unplanned step's.
-func TestRecomputeChains(t *testing.T) {
-	const layers = 6
-	probe := recomputeMLP(t, layers)
-	if err := NewState(probe, nil).Run(Schedule); err != nil {
-		t.Fatal(err)
-	}
-	peak := accPeak(t, probe)
-	for _, ratio := range []float64{0.9, 0.75} {
-		t.Run(fmt.Sprintf("%.2f", ratio), func(t *testing.T) {
-			budget := int64(float64(peak) * ratio)
-
-			// Single-producer recomputation: no plan.
-			chainOps := maxChainOps
-			maxChainOps = 1
-			err := NewState(recomputeMLP(t, layers), &Options{Budget: budget, NoSwap: true}).Run(Pipeline...)
-			maxChainOps = chainOps
-			var ie *InfeasibleError
-			if !errors.As(err, &ie) {
-				t.Fatalf("single-producer recomputation at %d bytes: got %v, want an *InfeasibleError", budget, err)
-			}
-
-			m := recomputeMLP(t, layers)
-			s := NewState(m, &Options{Budget: budget, NoSwap: true})
-			s.Check = true // ir.Verify after every pass
-			if err := s.Run(Pipeline...); err != nil {
-				t.Fatalf("chains at %d bytes (%.2f of the peak %d): %v", budget, ratio, peak, err)
-			}
-			r := s.Report
-			targets, members, longest, run := 0, 0, 0, 0
-			for _, d := range r.Decisions {
-				if d.Option != "recompute" {
-					t.Errorf("decision %s %s with swapping off", d.Option, d.Tensor)
-				}
-				if d.DeltaM == 0 {
-					members++
-					run++
-					continue
-				}
-				targets++
-				longest = max(longest, run+1)
-				run = 0
-			}
-			clones := recomputeClones(m)
-			t.Logf("budget %d (%.2f × %d): peak %d, pool %d; %d recompute decisions: %d targets, %d chain members, longest chain %d ops; %d clones after LRU reuse; simulated step %.3f ms vs %.3f ms; %d rounds",
-				budget, ratio, peak, r.Peak, r.Pool, len(r.Decisions), targets, members, longest, clones, r.Time*1e3, r.BaseTime*1e3, r.Rounds)
-			if members == 0 || longest < 3 {
-				t.Errorf("no recomputation chain: %d members, longest chain %d ops", members, longest)
-			}
-			if clones == 0 || clones >= len(r.Decisions) {
-				t.Errorf("%d clones for %d decisions: the budget has room to reuse the clones of earlier chains", clones, len(r.Decisions))
-			}
-			if r.Peak > budget || r.Pool > budget {
-				t.Errorf("peak %d, pool %d over the budget %d", r.Peak, r.Pool, budget)
-			}
-			if p := accPeak(t, m); p != r.Peak {
-				t.Errorf("Report.Peak %d, memory model of the planned graph %d", r.Peak, p)
-			}
-			accUniqueNames(t, m)
-
-			base := recomputeMLP(t, layers)
-			in := accInputs(t, base, "mlp")
-			want := accRunUnplanned(t, base, in)
-			got, x := accRunPlanned(t, m, budget, in)
-			if got.HighWater > budget || got.HighWater != r.Peak || got.HighWater != x.Mem.Peak {
-				t.Errorf("measured high-water %d, Report.Peak %d, memory model %d, budget %d", got.HighWater, r.Peak, x.Mem.Peak, budget)
-			}
-			if same, _ := accCompare(t, base, want.Outputs, got.Outputs, 0); same != len(base.Graph.Outputs) {
-				t.Errorf("%d of %d outputs bit-exact", same, len(base.Graph.Outputs))
-			}
-		})
-	}
-}
 
 // lruCase is a graph where two consumers far apart need tensors derived
 // from the same dead intermediate: t1 = Sigmoid(a) at P1, t2 = Tanh(a) at
@@ -131,7 +22,7 @@ func TestRecomputeChains(t *testing.T) {
 func lruCase(t *testing.T) (*ir.Model, *Plan, map[string][]byte) {
 	b := New(t)
 	x := b.Input("x", ir.Float, 256, 64)
-	h := b.Op("MatMul", V(x, goldenWeight(b, "w", 64, 64)))
+	h := b.Op("MatMul", V(x, plantest.Weight(b, "w", 64, 64)))
 	a := b.Op("Relu", V(h))
 	t1 := b.Op("Sigmoid", V(a))
 	t2 := b.Op("Tanh", V(a))
@@ -167,8 +58,8 @@ func lruCase(t *testing.T) (*ir.Model, *Plan, map[string][]byte) {
 // measured high-water mark against the memory model.
 func runLRU(t *testing.T, m *ir.Model, in map[string][]byte) *executor.Result {
 	t.Helper()
-	res := accRunUnplanned(t, m, in)
-	if peak := accPeak(t, m); res.HighWater != peak {
+	res := plantest.RunUnplanned(t, m, in)
+	if peak := plantest.Peak(t, m); res.HighWater != peak {
 		t.Errorf("measured high-water %d, memory model %d", res.HighWater, peak)
 	}
 	return res
@@ -190,7 +81,7 @@ func TestRecomputeLRU(t *testing.T) {
 	if err := InsertSwapRecompute(mc, plan); err != nil {
 		t.Fatal(err)
 	}
-	mcPeak := accPeak(t, mc)
+	mcPeak := plantest.Peak(t, mc)
 	for _, c := range []struct {
 		name   string
 		budget int64
@@ -213,8 +104,8 @@ func TestRecomputeLRU(t *testing.T) {
 			if err := ir.Dump(&buf, m.Graph); err != nil {
 				t.Fatal(err)
 			}
-			n := recomputeClones(m)
-			peak := accPeak(t, m)
+			n := plantest.Clones(m)
+			peak := plantest.Peak(t, m)
 			t.Logf("budget %d: %d clones, peak %d (memory-centric peak %d)", c.budget, n, peak, mcPeak)
 			if n != c.clones {
 				t.Errorf("%d clones, want %d:\n%s", n, c.clones, buf.String())

@@ -18,6 +18,7 @@ import (
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 	"github.com/tsplit/tsplit/zoo"
 )
@@ -43,7 +44,7 @@ func planZoo(t testing.TB, name string, cfg zoo.Config, batch int64, frac float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := passes.NewState(m, &passes.Options{Profile: prof})
+	s := passes.NewState(m, &passes.Options{Profile: prof, Policy: policy.Tsplit})
 	// The budget is a fraction of the peak of the final schedule.
 	if err := s.Run(passes.Schedule); err != nil {
 		t.Fatal(err)

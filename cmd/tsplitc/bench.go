@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsplit/tsplit/bench"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -84,7 +84,7 @@ func newBenchCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file")
 	fl.StringVar(&models, "models", "", "comma-separated models (default "+strings.Join(bench.DefaultModels(), ",")+")")
-	fl.StringVar(&policies, "policies", "", "comma-separated memory policies (default: every registered one: "+strings.Join(bench.OrderPolicies(passes.Policies()), ",")+")")
+	fl.StringVar(&policies, "policies", "", "comma-separated memory policies (default: every registered one: "+strings.Join(bench.OrderPolicies(policy.Names()), ",")+")")
 	fl.IntVarP(&cfg.Jobs, "jobs", "j", runtime.GOMAXPROCS(0), "searches to run at once")
 	fl.BoolVar(&cfg.Small, "small", false, "CI-sized: the zoo's small configurations on the device with memory sizes / 1024")
 	fl.StringVarP(&out, "output", "o", "", "folder to write the tables, plots and README into (default: none, only the summary)")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tsplit/tsplit/compiler"
 	ot "github.com/tsplit/tsplit/internal/onnxtest"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 // TestMain lets tests run the real command in a child process: the
@@ -260,11 +260,15 @@ func TestHelpListsPolicyParams(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, p := range passes.Policies() {
+	for _, p := range policy.Names() {
 		if !strings.Contains(out, "  "+p+"\n") && !strings.Contains(out, "  "+p+" (no parameters)") {
 			t.Errorf("--help does not list policy %s:\n%s", p, out)
 		}
-		for _, s := range passes.PolicyParamSpecs(p) {
+		pol, err := policy.Lookup(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range pol.Params() {
 			if !strings.Contains(out, s.Name) || !strings.Contains(out, s.Doc) {
 				t.Errorf("--help lacks %s's parameter %s", p, s.Name)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -29,6 +30,7 @@ type planFlags struct {
 	device string
 	check  bool
 	debug  []string
+	times  bool   // -d time
 	report string // --report FILE: .html, .svg or .json
 }
 
@@ -37,9 +39,9 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.memory, "memory", "", "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves)")
 	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file (tsplitc profile lists them)")
 	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
-	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(passes.Policies(), ", "))
+	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(policy.Names(), ", "))
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
-	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr)")
+	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
 	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
 }
 
@@ -79,15 +81,19 @@ func (f *planFlags) options() (tsplit.Options, error) {
 			return opts, err
 		}
 	}
-	if opts.PolicyParams, err = passes.ParsePolicyParams(f.params); err != nil {
+	if opts.PolicyParams, err = policy.ParseParams(f.params); err != nil {
 		return opts, usageError{fmt.Errorf("--policy-param: %w", err)}
 	}
 	for _, d := range f.debug {
 		k, v, _ := strings.Cut(d, "=")
-		if k != "dump-after" {
-			return opts, usageError{fmt.Errorf("-d %q: known debug flags: dump-after=PASS", d)}
+		switch k {
+		case "dump-after":
+			opts.DumpAfter, opts.DumpTo = v, os.Stderr
+		case "time":
+			f.times = true
+		default:
+			return opts, usageError{fmt.Errorf("-d %q: known debug flags: dump-after=PASS (a pass name such as plan/round-1/insert, a pattern, or a last element such as insert), time", d)}
 		}
-		opts.DumpAfter, opts.DumpTo = v, os.Stderr
 	}
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
 	return opts, nil
@@ -113,6 +119,11 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	opts.Progress, done = progressBar(f.quiet)
 	res, err := tsplit.PlanFile(context.Background(), path, opts)
 	done()
+	if f.times && res != nil {
+		if err := passes.WriteTimings(cmd.ErrOrStderr(), res.Passes); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}

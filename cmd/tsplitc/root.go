@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tsplit/tsplit"
-	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/policy"
 )
 
 // The root command keeps the two forms the README documents as
@@ -119,8 +119,9 @@ func exactArgs(n int) cobra.PositionalArgs {
 func policyHelp() string {
 	var b strings.Builder
 	b.WriteString("Memory policies (--policy) and their parameters (--policy-param NAME=VALUE):\n")
-	for _, p := range passes.Policies() {
-		specs := passes.PolicyParamSpecs(p)
+	for _, p := range policy.Names() {
+		pol, _ := policy.Lookup(p)
+		specs := pol.Params()
 		if len(specs) == 0 {
 			fmt.Fprintf(&b, "  %s (no parameters)\n", p)
 			continue

@@ -1,7 +1,8 @@
-package passes
+package policy
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,15 +13,14 @@ import (
 
 	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/compiler"
-	"github.com/tsplit/tsplit/executor"
-	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/oracle"
+	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/onnxpb"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/profile"
-	"github.com/tsplit/tsplit/zoo"
 )
 
 // Acceptance tests of the planner: zoo families planned into half their
@@ -76,34 +76,6 @@ var (
 	accGrads = compiler.TrainOptions{Optimizer: "none"}
 )
 
-// accStep builds the training step of a family at batch.
-func accStep(t testing.TB, name string, batch int64, opts compiler.TrainOptions) *ir.Model {
-	t.Helper()
-	cfg := zoo.SmallConfig(name)
-	cfg.Batch = batch
-	mp, err := zoo.Build(name, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := compiler.FromProto(mp, "", compiler.Options{Batch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := compiler.BuildTrainingStep(m, opts); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return m
-}
-
-func accPeak(t testing.TB, m *ir.Model) int64 {
-	t.Helper()
-	mem, err := memory.Analyze(m.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mem.Peak
-}
-
 // accPlanned is a family planned into the least budget found.
 type accPlanned struct {
 	fam accFamily
@@ -115,7 +87,7 @@ type accPlanned struct {
 	ratio        float64
 	budget       int64
 	m            *ir.Model // planned; nil if no ratio down to 1.0 planned
-	s            *State
+	s            *Result
 	errs         map[float64]error // planner errors at the ratios that failed
 }
 
@@ -132,17 +104,17 @@ func accPlan(t testing.TB, fam accFamily, opts compiler.TrainOptions) *accPlanne
 		return p
 	}
 	p := &accPlanned{fam: fam, errs: map[float64]error{}}
-	p.built = accPeak(t, accStep(t, fam.name, fam.batch, opts))
-	probe := accStep(t, fam.name, fam.batch, opts)
-	if err := NewState(probe, nil).Run(Schedule); err != nil {
+	p.built = plantest.Peak(t, plantest.Step(t, fam.name, fam.batch, opts))
+	probe := plantest.Step(t, fam.name, fam.batch, opts)
+	if err := passes.NewState(probe, nil).Run(passes.Schedule); err != nil {
 		t.Fatal(err)
 	}
-	p.sched = accPeak(t, probe)
+	p.sched = plantest.Peak(t, probe)
 	for _, r := range accRatios() {
 		budget := int64(float64(p.unplanned()) / r)
-		m := accStep(t, fam.name, fam.batch, opts)
-		s := NewState(m, &Options{Budget: budget})
-		if err := s.Run(Pipeline...); err != nil {
+		m := plantest.Step(t, fam.name, fam.batch, opts)
+		s, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget})
+		if err != nil {
 			p.errs[r] = err
 			continue
 		}
@@ -151,77 +123,6 @@ func accPlan(t testing.TB, fam accFamily, opts compiler.TrainOptions) *accPlanne
 	}
 	accCache[key] = p
 	return p
-}
-
-// accInputs makes seeded inputs for a training step (compiler.RandomInputs).
-func accInputs(t testing.TB, m *ir.Model, name string) map[string][]byte {
-	t.Helper()
-	in, err := compiler.RandomInputs(m, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
-}
-
-// accRunPlanned runs a planned step as `tsplitc --run` does: on a CPU
-// device whose pool is pool bytes, every tensor at its layout offset.
-func accRunPlanned(t testing.TB, m *ir.Model, pool int64, in map[string][]byte) (*executor.Result, *executor.Executor) {
-	t.Helper()
-	if _, ok := m.Meta[memory.LayoutKey]; !ok {
-		t.Fatal("the planned model has no layout")
-	}
-	xopts, _, err := executor.PlannedOptions(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.New(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, xopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := x.Run(in)
-	if err != nil {
-		t.Fatalf("planned step on a %d-byte device: %v", pool, err)
-	}
-	return res, x
-}
-
-// accRunUnplanned runs a step on a CPU device with the pool its
-// best-fit allocation needs.
-func accRunUnplanned(t testing.TB, m *ir.Model, in map[string][]byte) *executor.Result {
-	t.Helper()
-	mem, err := memory.Analyze(m.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _ := runModel(t, m, mem.Need(), in)
-	return res
-}
-
-// accUniqueNames checks that the planned graph's ops have distinct
-// names, as an ONNX file must (ONNX Runtime refuses one that does not).
-func accUniqueNames(t *testing.T, m *ir.Model) {
-	t.Helper()
-	seen := map[string]int{}
-	for _, op := range m.Graph.Order() {
-		if op.Name != "" {
-			seen[op.Name]++
-		}
-	}
-	dup := 0
-	for n, k := range seen {
-		if k > 1 {
-			if dup++; dup <= 3 {
-				t.Errorf("%d ops of the planned graph are named %q: not a valid ONNX graph", k, n)
-			}
-		}
-	}
-	if dup > 3 {
-		t.Errorf("%d op names are used more than once", dup)
-	}
 }
 
 func accCount(m *ir.Model, typ string) int {
@@ -299,11 +200,11 @@ func TestPlannedZooFamiliesRunUnderBudget(t *testing.T) {
 			if err := ir.Verify(p.m); err != nil {
 				t.Fatal(err)
 			}
-			accUniqueNames(t, p.m)
-			if peak := accPeak(t, p.m); peak != r.Peak {
+			plantest.UniqueNames(t, p.m)
+			if peak := plantest.Peak(t, p.m); peak != r.Peak {
 				t.Errorf("Report.Peak %d, the memory model of the planned graph peaks at %d", r.Peak, peak)
 			}
-			res, x := accRunPlanned(t, p.m, p.budget, accInputs(t, p.m, fam.name))
+			res, x := plantest.RunPlanned(t, p.m, p.budget, plantest.Inputs(t, p.m))
 			t.Logf("%s: ran the planned step on a %s device in %v: high-water %s (%d bytes), reach %d",
 				fam.name, units.Bytes(p.budget), res.Duration.Round(1e6), units.Bytes(res.HighWater), res.HighWater, res.Reach)
 			if res.HighWater > p.budget {
@@ -414,10 +315,10 @@ func accEqual(t *testing.T, fam accFamily, opts compiler.TrainOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := accStep(t, fam.name, fam.batch, opts)
-	in := accInputs(t, base, fam.name)
-	want := accRunUnplanned(t, base, in)
-	got, _ := accRunPlanned(t, p.m, p.budget, in)
+	base := plantest.Step(t, fam.name, fam.batch, opts)
+	in := plantest.Inputs(t, base)
+	want := plantest.RunUnplanned(t, base, in)
+	got, _ := plantest.RunPlanned(t, p.m, p.budget, in)
 	rel := 0.0
 	if r.Split > 0 {
 		rel = accRelTol
@@ -456,7 +357,7 @@ func accORT(t *testing.T, fam accFamily) {
 	if r.Swapped == 0 {
 		t.Fatalf("the plan has no swaps to run in ONNX Runtime")
 	}
-	base := accStep(t, fam.name, fam.batch, accGrads)
+	base := plantest.Step(t, fam.name, fam.batch, accGrads)
 	dir := t.TempDir()
 	basePath, planPath := filepath.Join(dir, "train.onnx"), filepath.Join(dir, "planned.onnx")
 	if err := backend.WriteFile(base, basePath); err != nil {
@@ -502,7 +403,7 @@ func accORT(t *testing.T, fam accFamily) {
 			t.Errorf("planned.onnx has no function for %s", op)
 		}
 	}
-	in := accInputs(t, base, fam.name)
+	in := plantest.Inputs(t, base)
 	feeds := map[string]*oracle.Tensor{}
 	for _, v := range base.Graph.Inputs {
 		if data, ok := in[v.Name]; ok {
@@ -537,8 +438,8 @@ func accORT(t *testing.T, fam accFamily) {
 // feasible budget above the one asked for.
 func TestInfeasibleBudget(t *testing.T) {
 	const name, batch = "bert-base", 8
-	probe := accStep(t, name, batch, accSGD)
-	if err := NewState(probe, nil).Run(Schedule); err != nil {
+	probe := plantest.Step(t, name, batch, accSGD)
+	if err := passes.NewState(probe, nil).Run(passes.Schedule); err != nil {
 		t.Fatal(err)
 	}
 	mem, err := memory.Analyze(probe.Graph, memory.Options{})
@@ -549,8 +450,8 @@ func TestInfeasibleBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := NewPlanner(probe.Graph, mem, Simulate(probe.Graph, mem, prof), prof, 0)
-	pl.SplitChoices = NewState(probe, nil).splitChoices() // as the tsplit policy plans
+	pl := NewPlanner(probe.Graph, mem, passes.Simulate(probe.Graph, mem, prof), prof, 0)
+	pl.SplitChoices = passes.SplitChoices(probe) // as the tsplit policy plans
 	lb := pl.LowerBound()
 	if lb <= 0 || lb > mem.Peak {
 		t.Fatalf("lower bound %d for a peak of %d", lb, mem.Peak)
@@ -561,10 +462,9 @@ func TestInfeasibleBudget(t *testing.T) {
 	}{{"lower bound-1", lb - 1}, {"half the lower bound", lb / 2}, {"1 byte", 1}} {
 		budget := c.budget
 		t.Run(c.name, func(t *testing.T) {
-			m := accStep(t, name, batch, accSGD)
-			s := NewState(m, &Options{Budget: budget, Profile: prof})
-			err := s.Run(Pipeline...)
-			var ie *InfeasibleError
+			m := plantest.Step(t, name, batch, accSGD)
+			_, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget, Profile: prof})
+			var ie *passes.InfeasibleError
 			if !errors.As(err, &ie) {
 				t.Fatalf("budget %d under the lower bound %d: got %v, want an *InfeasibleError", budget, lb, err)
 			}
@@ -593,19 +493,18 @@ func TestInfeasibleBudget(t *testing.T) {
 	// without a decision, the static layout needs a bigger pool, and the
 	// planner evicts until it gives up.
 	t.Run("at the unplanned peak", func(t *testing.T) {
-		m := accStep(t, "vgg16", 8, accSGD)
-		if err := NewState(m, nil).Run(Schedule); err != nil {
+		m := plantest.Step(t, "vgg16", 8, accSGD)
+		if err := passes.NewState(m, nil).Run(passes.Schedule); err != nil {
 			t.Fatal(err)
 		}
-		peak := accPeak(t, m)
-		m = accStep(t, "vgg16", 8, accSGD)
-		s := NewState(m, &Options{Budget: peak, Profile: prof})
-		err := s.Run(Pipeline...)
+		peak := plantest.Peak(t, m)
+		m = plantest.Step(t, "vgg16", 8, accSGD)
+		s, err := Plan(context.Background(), m, Tsplit, Options{Budget: peak, Profile: prof})
 		if err == nil {
 			t.Logf("vgg16 batch 8 plans at its unplanned peak %d: pool %d", peak, s.Report.Pool)
 			return
 		}
-		var ie *InfeasibleError
+		var ie *passes.InfeasibleError
 		if !errors.As(err, &ie) {
 			t.Fatalf("budget = unplanned peak %d: %v", peak, err)
 		}

@@ -1,4 +1,4 @@
-package passes
+package policy
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // Capuchin (Peng et al., ASPLOS'20, §4.3–4.5) on the simulated timeline
@@ -41,11 +42,6 @@ import (
 // repetitions, so the selection is Capuchin's and the executed plan
 // recomputes less. Rounds: when the exact memory model of the rewritten
 // graph is still over, the next round runs the same selection on it.
-
-func init() {
-	RegisterPolicy("capuchin", capuchinPolicy)
-	ownTriggers["capuchin"] = true
-}
 
 // capCand is one Capuchin candidate.
 type capCand struct {
@@ -310,7 +306,7 @@ func (c *capuchin) lineage(cd *capCand, isCand map[ir.ValueID]bool) *capRC {
 				continue
 			}
 			iv := f.interval(w)
-			if isCand[w.ID] || (iv != nil && (iv.Kind != memory.Activation || iv.End >= cd.q)) || !clonable(w) {
+			if isCand[w.ID] || (iv != nil && (iv.Kind != memory.Activation || iv.End >= cd.q)) || !passes.Clonable(w) {
 				r.srcs[w.ID] = true
 				continue
 			}
@@ -333,7 +329,7 @@ func (cp *capuchin) selectEvictions() []evictTarget {
 		}
 		if s := cp.evalSwap(cd); s.overhead == 0 && s.trigger > cd.a+2 && cp.overIn(cd.a+2, s.trigger-1) {
 			cp.commitSwap(cd, s)
-			targets = append(targets, evictTarget{cd.v, Swap})
+			targets = append(targets, evictTarget{cd.v, passes.Swap})
 			continue
 		}
 		rest = append(rest, cd)
@@ -348,7 +344,7 @@ func (cp *capuchin) selectEvictions() []evictTarget {
 	rc := &capRecompute{}
 	rcOf := map[ir.ValueID]*capRC{}
 	for _, cd := range rest {
-		if clonable(cd.v) {
+		if passes.Clonable(cd.v) {
 			r := cp.lineage(cd, isCand)
 			rc.cands = append(rc.cands, r)
 			rcOf[cd.v.ID] = r
@@ -380,14 +376,14 @@ func (cp *capuchin) selectEvictions() []evictTarget {
 			for k := chosen.a + 1; k < chosen.q; k++ {
 				cp.saved[k] += chosen.size
 			}
-			targets = append(targets, evictTarget{chosen.v, Recompute})
+			targets = append(targets, evictTarget{chosen.v, passes.Recompute})
 		} else {
 			chosen = bestSwap
 			cp.commitSwap(chosen, bs)
 			if r := rcOf[chosen.v.ID]; r != nil {
 				rc.remove(r)
 			}
-			targets = append(targets, evictTarget{chosen.v, Swap})
+			targets = append(targets, evictTarget{chosen.v, passes.Swap})
 		}
 		for i, cd := range rest {
 			if cd == chosen {
@@ -399,7 +395,7 @@ func (cp *capuchin) selectEvictions() []evictTarget {
 	return targets
 }
 
-func newCapuchin(c *PolicyContext) (*capuchin, error) {
+func newCapuchin(c *Context) (*capuchin, error) {
 	f, err := newFmaps(c)
 	if err != nil {
 		return nil, fmt.Errorf("policy capuchin: %w", err)
@@ -407,7 +403,7 @@ func newCapuchin(c *PolicyContext) (*capuchin, error) {
 	return &capuchin{f: f, budget: c.Budget, saved: make([]int64, f.n), trig: map[ir.ValueID]int{}}, nil
 }
 
-func capuchinPolicy(c *PolicyContext) (*Plan, error) {
+func capuchinPolicy(c *Context) (*passes.Plan, error) {
 	cp, err := newCapuchin(c)
 	if err != nil {
 		return nil, err
@@ -441,5 +437,5 @@ func capuchinPolicy(c *PolicyContext) (*Plan, error) {
 		inT := f.c.Prof.TransferTime(v.Bytes(), false)
 		return cp.inTrigger(a, x, f.c.TL.Start[x]-inT)
 	}}
-	return &Plan{Budget: c.Budget, Decisions: e.plan(targets)}, nil
+	return &passes.Plan{Budget: c.Budget, Decisions: e.plan(targets)}, nil
 }

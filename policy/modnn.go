@@ -1,17 +1,15 @@
-package passes
+package policy
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
-	"sync"
-	"weak"
 
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -24,8 +22,8 @@ import (
 //     baseline algorithm; the sub-batch is Eq. 3 iterated to its fixed
 //     point, then the largest b ≤ batch whose every task fits
 //     (ModnnSubBatch). Which bytes of a tensor grow with b is exact when
-//     the step is also built at the batch + 1 (ModnnSelect's other, as
-//     ModnnStep and PlanModnn do): bytes(B) = F + P·B per tensor.
+//     the step is also built at the batch + 1 (as the sub-batching
+//     layer does, subbatch.go): bytes(B) = F + P·B per tensor.
 //     Without it a tensor scales when its leading dimension is the batch,
 //     which counts as fixed the tensors that fold the batch into another
 //     dimension (a weight gradient's transposed operands, a pooling
@@ -53,14 +51,16 @@ import (
 //     does not divide B (B = 10, b = 4: 4, 4, 2; the loss and gradients
 //     weigh each sub-batch by its size, so nothing else changes). That
 //     is a different training graph, so it is built before planning:
-//     ModnnStep computes Eq. 1–3 on the plain step and, where b < B,
-//     rebuilds it with compiler.AccumulateSubBatches (k replicas of the
-//     step at b, gradients accumulated, one optimizer update), which
-//     this policy then plans with Alg. 1 like any step. The accumulated
-//     step records its sub-batches (compiler.SubBatchKey) and
-//     ModnnResult reports them. PlanModnn, which tsplitc and tsplitc
-//     bench use for modnn, plans that step and, where Alg. 1 here cannot
-//     realize Eq. 3's b (see PlanModnn), halves b until the plan fits.
+//     the sub-batching layer above the policies (SubBatchedStep,
+//     PlanSubBatched in subbatch.go) computes Eq. 1–3 on the plain step
+//     and, where b < B, rebuilds it with compiler.AccumulateSubBatches
+//     (k replicas of the step at b, gradients accumulated, one optimizer
+//     update), which this policy then plans with Alg. 1 like any step.
+//     The accumulated step records its sub-batches (compiler.SubBatchKey)
+//     and ModnnResult (the plan's Detail) reports them. PlanSubBatched,
+//     which tsplitc and tsplitc bench use for modnn (Policy.SubBatches),
+//     plans that step and, where Alg. 1 here cannot realize Eq. 3's b,
+//     halves b until the plan fits.
 //     A plain step handed to the policy whose Eq. 3 needs sub-batches is
 //     planned whole, and its error names the sub-batch.
 //     BatchNormalization then normalizes with each sub-batch's statistics
@@ -71,18 +71,13 @@ import (
 // sub-batch step's ops) where moDNN's runtime loops, so callers bound k
 // (tsplitc bench does); Alg. 1 cannot offload what the previous task
 // read or what was not used since it was made, so Eq. 3's guarantee
-// that any budget above Eq. 2 schedules does not hold here (PlanModnn's
-// halving stands in for it). The chosen algorithms are reported and
+// that any budget above Eq. 2 schedules does not hold here
+// (PlanSubBatched's halving stands in for it). The chosen algorithms are reported and
 // their workspace is reserved in the plan (so a GPU runtime could use
 // them), but neither the memory model, the simulator nor the CPU
 // runtime knows per-op algorithms, so the predicted step time does not
 // include their speed-up. Defragmentation does not apply: the static
 // layout is computed after planning.
-
-func init() {
-	RegisterPolicy("modnn", modnnPolicy)
-	ownTriggers["modnn"] = true
-}
 
 // ModnnTask is one task of Eq. 1, its memory split by how it scales with
 // the sub-batch b.
@@ -168,73 +163,12 @@ type ModnnConvChoice struct {
 	Gain      float64 // Eq. 5, seconds
 }
 
-// ModnnResult is what the modnn policy decided beyond its Plan.
+// ModnnResult is what the modnn policy decided beyond its Plan
+// (Plan.Detail, Result.Detail): Eq. 1–3 as it saw them and Eq. 5's
+// convolution algorithms.
 type ModnnResult struct {
-	// Batch is the step's batch and SubBatch Eq. 3's sub-batch size.
-	Batch, SubBatch int64
-	// SubBatches are the sub-batches the planned step runs (nil: the
-	// whole batch at once).
-	SubBatches []int64
-	LowerBound int64 // Eq. 2
-	Convs      []ModnnConvChoice
-	// BaseTime is the simulated time of the plain step (the whole
-	// batch, every tensor resident, memory unlimited), what a
-	// sub-batched step's time compares with (ModnnSelect only).
-	BaseTime float64
-	ops      int // the plain step's
-}
-
-// SubBatchLimitError is the error of ModnnStep and PlanModnn when a
-// sub-batch would need more sub-batches than the caller unrolls.
-type SubBatchLimitError struct {
-	// Batch is the step's, SubBatch Eq. 3's and Tried the sub-batch
-	// that would need SubBatches > Max sub-batches.
-	Batch, SubBatch, Tried int64
-	SubBatches, Max        int
-	// MaxOps and Ops: the same bound and need in ops (0: not the
-	// bound that was hit).
-	MaxOps, Ops int
-	// After is why the plan at a larger sub-batch did not fit (nil:
-	// Tried is Eq. 3's).
-	After error
-}
-
-func (e *SubBatchLimitError) Error() string {
-	msg := fmt.Sprintf("modnn: at batch %d, sub-batches of %d (Eq. 3: %d) are %d sub-batches, more than the %d unrolled at most", e.Batch, e.Tried, e.SubBatch, e.SubBatches, e.Max)
-	if e.MaxOps > 0 {
-		msg = fmt.Sprintf("modnn: at batch %d, sub-batches of %d (Eq. 3: %d) are %d sub-batches, an unrolled step of about %d ops, more than the %d built at most", e.Batch, e.Tried, e.SubBatch, e.SubBatches, e.Ops, e.MaxOps)
-	}
-	if e.After != nil {
-		msg += fmt.Sprintf(" (a larger sub-batch did not plan: %v)", e.After)
-	}
-	return msg
-}
-
-var (
-	modnnMu      sync.Mutex
-	modnnResults = map[weak.Pointer[State]]*ModnnResult{}
-)
-
-// ModnnResultOf returns what the modnn policy decided for s in its last
-// round (nil if it did not run). The Report has no field for it yet.
-func ModnnResultOf(s *State) *ModnnResult {
-	modnnMu.Lock()
-	defer modnnMu.Unlock()
-	return modnnResults[weak.Make(s)]
-}
-
-func setModnnResult(s *State, r *ModnnResult) {
-	modnnMu.Lock()
-	defer modnnMu.Unlock()
-	k := weak.Make(s)
-	if _, ok := modnnResults[k]; !ok {
-		runtime.AddCleanup(s, func(k weak.Pointer[State]) {
-			modnnMu.Lock()
-			delete(modnnResults, k)
-			modnnMu.Unlock()
-		}, k)
-	}
-	modnnResults[k] = r
+	SubBatching
+	Convs []ModnnConvChoice
 }
 
 // modnnBatch is the batch of the step: the leading dimension of its
@@ -362,14 +296,14 @@ func modnnTasksOf(mem *memory.Model, p *profile.Profile, batch int64, split func
 
 // modnn is one round of Alg. 1.
 type modnn struct {
-	c      *PolicyContext
+	c      *Context
 	n      int
 	budget int64
 	saved  []int64 // bytes the decisions free at each position (negative: reserved workspace)
 	uses   [][]int
 	d2h    linkTimes
-	dec    []*Decision
-	byVal  map[ir.ValueID]*Decision
+	dec    []*passes.Decision
+	byVal  map[ir.ValueID]*passes.Decision
 	// restore[s] is the bytes prefetched for task s (Eq. 4's sum).
 	restore map[int]int64
 	convs   []ModnnConvChoice
@@ -498,7 +432,7 @@ func (m *modnn) offload(i int, deficit int64, dry bool) (int64, float64) {
 			continue
 		}
 		m.restore[oc.q] += oc.size
-		d := &Decision{Value: oc.v, Option: Swap, After: oc.a, Before: oc.q, Trigger: trig, At: i, DeltaM: oc.size}
+		d := &passes.Decision{Value: oc.v, Option: passes.Swap, After: oc.a, Before: oc.q, Trigger: trig, At: i, DeltaM: oc.size}
 		var hide float64
 		for u := trig; u < oc.q; u++ {
 			hide += m.c.TL.End[u] - m.c.TL.Start[u]
@@ -517,8 +451,8 @@ func (m *modnn) offload(i int, deficit int64, dry bool) (int64, float64) {
 
 // inflight lists the prefetches in progress at task i (triggered at or
 // before i for a later task), nearest task first.
-func (m *modnn) inflight(i int) []*Decision {
-	var out []*Decision
+func (m *modnn) inflight(i int) []*passes.Decision {
+	var out []*passes.Decision
 	for _, d := range m.dec {
 		if d.Trigger <= i && d.Before > i {
 			out = append(out, d)
@@ -534,14 +468,14 @@ func (m *modnn) chooseAlgo(i int) {
 	op := c.Mem.Order[i]
 	tBase := c.Prof.OpTime(op)
 	best := ModnnConvChoice{Op: op.Describe(), Algo: "implicit_gemm"}
-	var bestDelayed []*Decision
+	var bestDelayed []*passes.Decision
 	var bestOff int64
 	first := true
 	for _, a := range c.Prof.ConvAlgos {
 		ws := convAlgoWorkspace(op, a)
 		room := m.budget - m.need(i)
 		var tOff, tPre float64
-		var delayed []*Decision
+		var delayed []*passes.Decision
 		var off int64
 		if deficit := ws - max(room, 0); deficit > 0 {
 			// Prefetches in flight take the room first: those of the
@@ -589,247 +523,27 @@ func (m *modnn) chooseAlgo(i int) {
 	m.convs = append(m.convs, best)
 }
 
-// modnnSelect is Eq. 1–3 on a step's memory model; other, when not
-// nil, is the same step at batch + 1 (modnnTasksExact).
-func modnnSelect(g *ir.Graph, mem *memory.Model, other *ir.Graph, p *profile.Profile, budget int64) *ModnnResult {
-	batch := modnnBatch(g)
-	var weights int64
-	for _, iv := range mem.Intervals {
-		if iv.Kind == memory.Weight {
-			weights += iv.Bytes
-		}
-	}
-	var tasks []ModnnTask
-	if other != nil && modnnBatch(other) == batch+1 {
-		tasks = modnnTasksExact(mem, other, p, batch)
-	}
-	if tasks == nil {
-		tasks = modnnTasks(mem, p, batch)
-	}
-	res := &ModnnResult{Batch: batch, LowerBound: ModnnLowerBound(weights, tasks)}
-	res.SubBatch = ModnnSubBatch(budget, weights, tasks, batch)
-	return res
-}
-
-// ModnnSelect computes moDNN's sub-batch (Eq. 1–3) for a plain training
-// step before it is planned, on its depth-first schedule (as the policy
-// sees it), with opts' budget and profile. With other, the same step
-// built at the batch + 1, Eq. 1 splits every tensor exactly into what
-// grows with the sub-batch and what does not (otherwise a tensor scales
-// when its leading dimension is the batch). m's op order is left as it
-// was.
-func ModnnSelect(m, other *ir.Model, opts *Options) (*ModnnResult, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
-	p := opts.Profile
-	if p == nil {
-		var err error
-		if p, err = profile.Lookup("titan-rtx"); err != nil {
-			return nil, err
-		}
-	}
-	budget := opts.Budget
-	if budget <= 0 {
-		budget = p.Budget()
-	}
-	g := m.Graph
-	was := slices.Clone(g.Order())
-	order, err := DFSOrder(g)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.SetOrder(order); err != nil {
-		return nil, err
-	}
-	mem, err := memory.Analyze(g, memory.Options{})
-	var res *ModnnResult
-	if err == nil {
-		var og *ir.Graph
-		if other != nil {
-			og = other.Graph
-		}
-		res = modnnSelect(g, mem, og, p, budget)
-		res.BaseTime = Simulate(g, mem, p).StepTime
-	}
-	if err2 := g.SetOrder(was); err == nil {
-		err = err2
-	}
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// ModnnBuild says how ModnnStep and PlanModnn rebuild a plain step.
-type ModnnBuild struct {
-	// Forward builds the model's forward graph at a batch and Train are
-	// the plain step's training options.
-	Forward compiler.ForwardBuilder
-	Train   compiler.TrainOptions
-	// MaxSubBatches > 0 bounds the number of sub-batches and MaxOps > 0
-	// the ops of the unrolled step (about the sub-batches × the plain
-	// step's ops): the step is unrolled, one copy of the sub-batch step
-	// per sub-batch, and planning time grows faster than its size. More
-	// is a *SubBatchLimitError.
-	MaxSubBatches, MaxOps int
-	// Setup, when set, is called on every State before it plans (to set
-	// Check or DumpAfter).
-	Setup func(*State)
-}
-
-// ModnnStep returns the training step the modnn policy plans for a
-// plain step at its batch: the step itself when Eq. 3's sub-batch is the
-// whole batch (or when not even a sub-batch of 1 fits: planning then
-// fails with the policy's reason), else the step rebuilt by
-// compiler.AccumulateSubBatches as sub-batches of Eq. 3's size, the
-// last one smaller when that size does not divide the batch. Eq. 1–3 are
-// computed exactly (ModnnSelect with the step built at the batch + 1).
-// The plain step is left as it was.
-func ModnnStep(step *ir.Model, mb ModnnBuild, opts *Options) (*ir.Model, *ModnnResult, error) {
-	res, err := modnnSelectExact(step, mb, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	if res.SubBatch <= 0 || res.SubBatch >= res.Batch {
-		return step, res, nil
-	}
-	m, err := modnnSubBatched(res, mb, res.SubBatch, nil)
-	if err != nil {
-		return nil, res, err
-	}
-	return m, res, nil
-}
-
-// PlanModnn plans a plain training step with the modnn policy and
-// moDNN's sub-batching, as tsplitc and tsplitc bench run modnn: the step
-// ModnnStep builds, planned with opts (Policy modnn). Eq. 3 counts what
-// each task reads and writes; Alg. 1 here cannot offload everything else
-// (not what the previous task read: its swap-out overlaps the next task;
-// not what was not used since it was made), so a plan at Eq. 3's
-// sub-batch can still not fit. Then, unlike the paper, the whole batch
-// is tried (Alg. 1's offloading alone may fit it: sub-batching is then
-// never worse than modnn without it), then the sub-batch is halved and
-// the step rebuilt and planned again, at most ModnnHalvings times: a
-// smaller sub-batch frees what grows with it, not the whole batch's
-// inputs, the weights or the gradient sums, so halving further rarely
-// helps, and each try plans a larger unrolled step. A step whose Eq. 3
-// sub-batch is the whole batch is planned whole first.
-// ModnnResult.SubBatches are the sub-batches of the plan that fit. It
-// returns the State of the last plan made (its Model is that step) and
-// the last planning error.
-func PlanModnn(step *ir.Model, mb ModnnBuild, opts *Options) (*State, *ModnnResult, error) {
-	res, err := modnnSelectExact(step, mb, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan := func(m *ir.Model) (*State, error) {
-		s := NewState(m, opts)
-		if mb.Setup != nil {
-			mb.Setup(s)
-		}
-		return s, s.Run(Pipeline...)
-	}
-	b := res.SubBatch
-	var s *State
-	var last error
-	if b <= 0 || b >= res.Batch {
-		if s, last = plan(step); last == nil || b <= 0 || res.Batch == 1 {
-			return s, res, last
-		}
-		b = res.Batch / 2
-	}
-	for halved := 0; ; halved++ {
-		m, err := modnnSubBatched(res, mb, b, last)
-		if err != nil {
-			return s, res, err
-		}
-		if s, last = plan(m); last == nil || b == 1 || halved == ModnnHalvings {
-			return s, res, last
-		}
-		if halved == 0 && b == res.SubBatch {
-			// Eq. 3's sub-batch did not plan: the whole batch may.
-			if whole, err := plan(step); err == nil {
-				res.SubBatches = nil
-				return whole, res, nil
-			}
-		}
-		b /= 2
-	}
-}
-
-// ModnnHalvings bounds how many times PlanModnn halves Eq. 3's
-// sub-batch when its plan does not fit.
-const ModnnHalvings = 2
-
-// modnnSelectExact is ModnnSelect with the step built at the batch + 1.
-func modnnSelectExact(step *ir.Model, mb ModnnBuild, opts *Options) (*ModnnResult, error) {
-	if sb, err := compiler.ReadSubBatching(step); err != nil || sb != nil {
-		if err == nil {
-			err = fmt.Errorf("modnn: the step already runs as %d sub-batches", len(sb.Sizes))
-		}
-		return nil, err
-	}
-	batch := modnnBatch(step.Graph)
-	other, err := mb.Forward(batch + 1)
-	if err == nil {
-		_, err = compiler.BuildTrainingStep(other, mb.Train)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("modnn: the step at batch %d, for Eq. 1: %w", batch+1, err)
-	}
-	res, err := ModnnSelect(step, other, opts)
-	if res != nil {
-		res.ops = len(step.Graph.Order())
-	}
-	return res, err
-}
-
-// modnnSubBatched builds the step of res.Batch as sub-batches of b and
-// records them in res. after is why a larger sub-batch did not plan.
-func modnnSubBatched(res *ModnnResult, mb ModnnBuild, b int64, after error) (*ir.Model, error) {
-	sizes, err := compiler.SubBatchesOf(res.Batch, b)
-	if err != nil {
-		return nil, err
-	}
-	lim := &SubBatchLimitError{Batch: res.Batch, SubBatch: res.SubBatch, Tried: b, SubBatches: len(sizes), Max: mb.MaxSubBatches, After: after}
-	if mb.MaxSubBatches > 0 && len(sizes) > mb.MaxSubBatches {
-		return nil, lim
-	}
-	if n := len(sizes) * res.ops; mb.MaxOps > 0 && n > mb.MaxOps {
-		lim.MaxOps, lim.Ops = mb.MaxOps, n
-		return nil, lim
-	}
-	m, _, err := compiler.AccumulateSubBatches(mb.Forward, sizes, mb.Train)
-	if err != nil {
-		return nil, fmt.Errorf("modnn: sub-batches of %d: %w", b, err)
-	}
-	res.SubBatches = sizes
-	return m, nil
-}
-
-func modnnPolicy(c *PolicyContext) (*Plan, error) {
+func modnnPolicy(c *Context) (*passes.Plan, error) {
 	mem := c.Mem
-	sb, err := compiler.ReadSubBatching(c.State.Model)
+	sb, err := compiler.ReadSubBatching(c.Model)
 	if err != nil {
 		return nil, fmt.Errorf("policy modnn: %w", err)
 	}
-	var res *ModnnResult
+	res := &ModnnResult{}
 	if sb == nil {
-		res = modnnSelect(c.G, mem, nil, c.Prof, c.Budget)
+		res.SubBatching = selectSubBatch(c.G, mem, nil, c.Prof, c.Budget)
 	} else {
-		// An accumulated step (ModnnStep): Eq. 2 and 3 were computed on
-		// the plain step, which chose these sub-batches.
-		res = &ModnnResult{Batch: sb.Batch, SubBatch: sb.Sizes[0], SubBatches: sb.Sizes}
+		// An accumulated step (PlanSubBatched): Eq. 2 and 3 were
+		// computed on the plain step, which chose these sub-batches.
+		res.SubBatching = SubBatching{Batch: sb.Batch, SubBatch: sb.Sizes[0], SubBatches: sb.Sizes}
 	}
 	batch := res.Batch
-	setModnnResult(c.State, res)
 	if c.Budget < res.LowerBound {
 		return nil, fmt.Errorf("policy modnn: the budget of %s is below moDNN's lower bound (Eq. 2) of %s",
 			units.Bytes(c.Budget), units.Bytes(res.LowerBound))
 	}
 	m := &modnn{c: c, n: len(mem.Order), budget: c.Budget, saved: make([]int64, len(mem.Order)),
-		uses: make([][]int, c.G.NumValueIDs()), byVal: map[ir.ValueID]*Decision{}, restore: map[int]int64{}}
+		uses: make([][]int, c.G.NumValueIDs()), byVal: map[ir.ValueID]*passes.Decision{}, restore: map[int]int64{}}
 	for i, op := range mem.Order {
 		for _, v := range op.Inputs() {
 			if v != nil {
@@ -853,12 +567,12 @@ func modnnPolicy(c *PolicyContext) (*Plan, error) {
 		msg := fmt.Sprintf("policy modnn: at %s, %s stay live after offloading everything that can be (budget %s)",
 			mem.Order[i].Describe(), units.Bytes(m.need(i)), units.Bytes(c.Budget))
 		if sb == nil && res.SubBatch > 0 && res.SubBatch < batch {
-			msg += fmt.Sprintf("; moDNN trains this budget with sub-batches of %d (Eq. 3): plan the step passes.ModnnStep builds (tsplitc and tsplitc bench do)", res.SubBatch)
+			msg += fmt.Sprintf("; moDNN trains this budget with sub-batches of %d (Eq. 3): plan the step policy.SubBatchedStep builds (tsplitc and tsplitc bench do)", res.SubBatch)
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
 	if len(m.dec) == 0 {
 		return nil, fmt.Errorf("policy modnn: nothing to offload at a peak of %s (budget %s)", units.Bytes(mem.Peak), units.Bytes(c.Budget))
 	}
-	return &Plan{Budget: c.Budget, Decisions: m.dec}, nil
+	return &passes.Plan{Budget: c.Budget, Decisions: m.dec, Detail: res}, nil
 }

@@ -1,7 +1,8 @@
-package passes
+package policy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -36,34 +39,49 @@ func zooStep(t testing.TB, name string, batch int64) *ir.Model {
 
 // policyCtx schedules m and returns round 0's context at budget (0:
 // just below the base peak).
-func policyCtx(t testing.TB, m *ir.Model, opts *Options, budget int64) *PolicyContext {
+func policyCtx(t testing.TB, m *ir.Model, opts *passes.Options, budget int64) *Context {
 	t.Helper()
 	if opts == nil {
-		opts = &Options{}
+		opts = &passes.Options{}
 	}
-	s := NewState(m, opts)
-	if err := s.Run(Schedule); err != nil {
+	s := passes.NewState(m, opts)
+	if err := s.Run(passes.Schedule); err != nil {
 		t.Fatal(err)
 	}
 	mem, err := memory.Analyze(m.Graph, memory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := profileOf(s)
+	p := opts.Profile
+	if p == nil {
+		if p, err = profile.Lookup("titan-rtx"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if budget == 0 {
 		budget = mem.Peak - 1
 	}
-	return &PolicyContext{State: s, G: m.Graph, Mem: mem, TL: Simulate(m.Graph, mem, p), Prof: p, Budget: budget}
+	return &Context{Model: m, G: m.Graph, Mem: mem, TL: passes.Simulate(m.Graph, mem, p), Prof: p, Budget: budget, Opts: opts}
 }
 
-// planWith runs a policy's round 0.
-func planWith(t testing.TB, name string, c *PolicyContext) *Plan {
+// lookup is Lookup in a test.
+func lookup(t testing.TB, name string) Policy {
 	t.Helper()
-	f, err := LookupPolicy(name)
+	p, err := Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := f(c)
+	return p
+}
+
+// planWith runs a policy's round 0.
+func planWith(t testing.TB, name string, c *Context) *passes.Plan {
+	t.Helper()
+	pol, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pol.Plan(c)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -125,8 +143,8 @@ func TestBaselinesOnZoo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := zooStep(t, "resnet50", batch)
 			budget := int64(zooBudgets[name] * float64(bc.Mem.Peak))
-			s := NewState(m, &Options{Budget: budget, Policy: name})
-			if err := s.Run(Pipeline...); err != nil {
+			s, err := Plan(context.Background(), m, lookup(t, name), Options{Budget: budget})
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := ir.Verify(m); err != nil {
@@ -165,12 +183,11 @@ func TestBaselinesOnZoo(t *testing.T) {
 func TestBaselinesFailClearly(t *testing.T) {
 	for _, name := range baselines {
 		m := zooStep(t, "resnet18", 4)
-		s := NewState(m, &Options{Budget: 256 << 10, Policy: name})
-		err := s.Run(Pipeline...)
+		_, err := Plan(context.Background(), m, lookup(t, name), Options{Budget: 256 << 10})
 		if err == nil {
 			t.Fatalf("%s fits 256 KiB", name)
 		}
-		var ie *InfeasibleError
+		var ie *passes.InfeasibleError
 		if !strings.Contains(err.Error(), name) && !errors.As(err, &ie) {
 			t.Errorf("%s: the error does not name the policy: %v", name, err)
 		}

@@ -1,4 +1,4 @@
-package passes
+package policy
 
 import (
 	"maps"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func TestParsePolicyParams(t *testing.T) {
-	got, err := ParsePolicyParams([]string{"lb=2,ub=8", " ctrld_strategy = direct_order ", "fuse_swapins=true,"})
+func TestParseParams(t *testing.T) {
+	got, err := ParseParams([]string{"lb=2,ub=8", " ctrld_strategy = direct_order ", "fuse_swapins=true,"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,30 +16,30 @@ func TestParsePolicyParams(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	for _, bad := range [][]string{{"lb"}, {"=2"}, {"lb=2,ub"}, {"lb=2", "lb=3"}, {"lb=2,lb=2"}} {
-		if _, err := ParsePolicyParams(bad); err == nil {
+		if _, err := ParseParams(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
 }
 
-func TestCheckPolicyParams(t *testing.T) {
-	if len(PolicyParamSpecs("tflms")) != 5 {
-		t.Fatalf("tflms declares %v", PolicyParamSpecs("tflms"))
+func TestCheckParams(t *testing.T) {
+	if len(TFLMS.Params()) != 5 {
+		t.Fatalf("tflms declares %v", TFLMS.Params())
 	}
-	for _, s := range PolicyParamSpecs("tflms") {
+	for _, s := range TFLMS.Params() {
 		if s.Doc == "" || strings.Contains(s.Doc, "\n") {
 			t.Errorf("tflms %s: want a one-line doc, got %q", s.Name, s.Doc)
 		}
 	}
 	// Every name tflms declares is one its parser accepts, and the other
 	// way round (an undeclared name is rejected by both).
-	for _, s := range PolicyParamSpecs("tflms") {
+	for _, s := range TFLMS.Params() {
 		v := map[string]string{"n_tensors": "3", "lb": "2", "ub": "9", "ctrld_strategy": "direct_order", "fuse_swapins": "true"}[s.Name]
-		if err := CheckPolicyParams("tflms", map[string]string{s.Name: v}); err != nil {
+		if err := CheckParams(TFLMS, map[string]string{s.Name: v}); err != nil {
 			t.Errorf("tflms %s=%s: %v", s.Name, v, err)
 		}
 	}
-	if err := CheckPolicyParams("tflms", nil); err != nil {
+	if err := CheckParams(TFLMS, nil); err != nil {
 		t.Errorf("no parameters: %v", err)
 	}
 	for _, c := range []struct {
@@ -54,7 +54,10 @@ func TestCheckPolicyParams(t *testing.T) {
 		{"", map[string]string{"lb": "2"}, []string{"policy tsplit takes no parameters"}},
 		{"no-such-policy", map[string]string{"lb": "2"}, []string{"unknown policy"}},
 	} {
-		err := CheckPolicyParams(c.policy, c.params)
+		pol, err := Lookup(c.policy)
+		if err == nil {
+			err = CheckParams(pol, c.params)
+		}
 		if err == nil {
 			t.Errorf("%s %v: no error", c.policy, c.params)
 			continue
@@ -67,7 +70,7 @@ func TestCheckPolicyParams(t *testing.T) {
 	}
 	// Several unknown names: always the first in sorted order.
 	for range 5 {
-		err := CheckPolicyParams("tflms", map[string]string{"zz": "1", "aa": "1", "mm": "1"})
+		err := CheckParams(TFLMS, map[string]string{"zz": "1", "aa": "1", "mm": "1"})
 		if err == nil || !strings.Contains(err.Error(), `"aa"`) {
 			t.Fatalf("error %v, want the one for \"aa\"", err)
 		}

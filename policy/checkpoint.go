@@ -1,10 +1,11 @@
-package passes
+package policy
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // Checkpoints (Chen et al. 2016, "Training deep nets with sublinear
@@ -17,10 +18,6 @@ import (
 // boundaries (on a chain every tensor is one; in a residual block only
 // the block's output), so that a segment recomputes from one tensor.
 // Decided once, in round 0.
-
-func init() {
-	RegisterPolicy("checkpoint", checkpointPolicy)
-}
 
 // forwardCuts returns, in order, the forward values that are cuts of the
 // forward graph — when they are produced no other feature map is still
@@ -111,7 +108,7 @@ func checkpointSegments(cuts []*ir.Value, at []int, n int) []*ir.Value {
 	return out
 }
 
-func checkpointPolicy(c *PolicyContext) (*Plan, error) {
+func checkpointPolicy(c *Context) (*passes.Plan, error) {
 	if c.Round > 0 {
 		return nil, staticRound(c, "checkpoint", "recomputes every feature map but the √n segment boundaries")
 	}
@@ -127,12 +124,12 @@ func checkpointPolicy(c *PolicyContext) (*Plan, error) {
 	var ts []evictTarget
 	for _, v := range f.crossing() {
 		if !ckpt[v.ID] {
-			ts = append(ts, evictTarget{v, Recompute})
+			ts = append(ts, evictTarget{v, passes.Recompute})
 		}
 	}
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("policy checkpoint: no feature map crosses from the forward to the backward pass: nothing to recompute")
 	}
 	e := &evictor{f: f, at: max(c.Mem.PeakAt, 0), source: func(w *ir.Value) bool { return ckpt[w.ID] }}
-	return &Plan{Budget: c.Budget, Decisions: e.plan(ts)}, nil
+	return &passes.Plan{Budget: c.Budget, Decisions: e.plan(ts)}, nil
 }

@@ -1,4 +1,4 @@
-package passes
+package policy
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // TFLMS (Le et al., "TFLMS: Large Model Support in TensorFlow by Graph
@@ -35,16 +36,13 @@ import (
 // that a hoisted backward op derives from a forward tensor (see fmaps)
 // stands for that tensor and counts as one of the n_tensors.
 
-func init() {
-	RegisterPolicy("tflms", tflmsPolicy)
-	ownTriggers["tflms"] = true
-	RegisterPolicyParams("tflms", func(m map[string]string) error { _, err := ParseTFLMSParams(m); return err },
-		ParamSpec{"n_tensors", "how many tensors to swap, in breadth-first order from the inputs (-1: all, the default)"},
-		ParamSpec{"lb", "lower bound of the control-op distance before the consumer (default 1: the latest swap-in)"},
-		ParamSpec{"ub", "upper bound of the control-op distance (default 10000)"},
-		ParamSpec{"ctrld_strategy", "how the control op is found: chain_rule (default) or direct_order"},
-		ParamSpec{"fuse_swapins", "one swap-in per tensor for all its backward consumers (true/false, default false)"},
-	)
+// tflmsParamSpecs are the parameters the tflms policy declares.
+var tflmsParamSpecs = []ParamSpec{
+	{"n_tensors", "how many tensors to swap, in breadth-first order from the inputs (-1: all, the default)"},
+	{"lb", "lower bound of the control-op distance before the consumer (default 1: the latest swap-in)"},
+	{"ub", "upper bound of the control-op distance (default 10000)"},
+	{"ctrld_strategy", "how the control op is found: chain_rule (default) or direct_order"},
+	{"fuse_swapins", "one swap-in per tensor for all its backward consumers (true/false, default false)"},
 }
 
 // TFLMSParams are the TFLMS parameters of Table 2 this policy honours.
@@ -75,7 +73,7 @@ func ParseTFLMSParams(m map[string]string) (TFLMSParams, error) {
 		case "fuse_swapins":
 			p.FuseSwapins, err = strconv.ParseBool(v)
 		default:
-			return p, unknownParamError("tflms", k)
+			return p, fmt.Errorf("policy tflms: unknown parameter %q (accepted: %s)", k, paramNames(tflmsParamSpecs))
 		}
 		if err != nil {
 			return p, fmt.Errorf("policy tflms: parameter %s=%q: %v", k, v, err)
@@ -271,8 +269,8 @@ func (t *tflms) control(f1 *ir.Op, f2, a int) int {
 	return t.chainRule(f1, f2, a)
 }
 
-func tflmsPolicy(c *PolicyContext) (*Plan, error) {
-	p, err := ParseTFLMSParams(c.State.Opts.PolicyParams)
+func tflmsPolicy(c *Context) (*passes.Plan, error) {
+	p, err := ParseTFLMSParams(c.Opts.PolicyParams)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +292,7 @@ func tflmsPolicy(c *PolicyContext) (*Plan, error) {
 	if p.NTensors > 0 && len(vs) > p.NTensors {
 		vs, src = vs[:p.NTensors], src[:p.NTensors]
 	}
-	plan := &Plan{Budget: c.Budget}
+	plan := &passes.Plan{Budget: c.Budget}
 	at := max(c.Mem.PeakAt, 0)
 	for k, v := range vs {
 		a, _ := f.gap(v)
@@ -315,7 +313,7 @@ func tflmsPolicy(c *PolicyContext) (*Plan, error) {
 			if g < 0 || g+1 < a+2 {
 				continue
 			}
-			d := &Decision{Value: v, Option: Swap, After: a, Before: f2, Trigger: min(g+1, f2), At: at, DeltaM: f.bytes(v)}
+			d := &passes.Decision{Value: v, Option: passes.Swap, After: a, Before: f2, Trigger: min(g+1, f2), At: at, DeltaM: f.bytes(v)}
 			d.DeltaT = e.swapCost(v, a, d.Trigger, f2)
 			plan.Decisions = append(plan.Decisions, d)
 		}

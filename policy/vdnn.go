@@ -1,9 +1,10 @@
-package passes
+package policy
 
 import (
 	"fmt"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // vDNN (Rhu et al., MICRO'16) as TSPLIT §VI evaluates it: every feature
@@ -13,13 +14,6 @@ import (
 // the inputs of the convolutions, vdnn-all every feature map the
 // backward pass reads. Decided once, in round 0; if the rewritten step
 // still exceeds the budget the policy fails, as vDNN does.
-
-func init() {
-	RegisterPolicy("vdnn-conv", func(c *PolicyContext) (*Plan, error) { return vdnnPlan(c, "vdnn-conv", true) })
-	RegisterPolicy("vdnn-all", func(c *PolicyContext) (*Plan, error) { return vdnnPlan(c, "vdnn-all", false) })
-	ownTriggers["vdnn-conv"] = true
-	ownTriggers["vdnn-all"] = true
-}
 
 // vdnnTargets lists the crossing values vDNN swaps: with convOnly, those
 // derived from a forward convolution's data input (its feature map; a
@@ -47,7 +41,7 @@ func vdnnTargets(f *fmaps, convOnly bool) []*ir.Value {
 	return out
 }
 
-func vdnnPlan(c *PolicyContext, name string, convOnly bool) (*Plan, error) {
+func vdnnPlan(c *Context, name string, convOnly bool) (*passes.Plan, error) {
 	what := "swaps every feature map the backward pass reads"
 	if convOnly {
 		what = "swaps the input of every convolution"
@@ -68,8 +62,8 @@ func vdnnPlan(c *PolicyContext, name string, convOnly bool) (*Plan, error) {
 	}
 	ts := make([]evictTarget, len(vs))
 	for i, v := range vs {
-		ts[i] = evictTarget{v, Swap}
+		ts[i] = evictTarget{v, passes.Swap}
 	}
 	e := &evictor{f: f, at: max(c.Mem.PeakAt, 0)}
-	return &Plan{Budget: c.Budget, Decisions: e.plan(ts)}, nil
+	return &passes.Plan{Budget: c.Budget, Decisions: e.plan(ts)}, nil
 }

@@ -1,4 +1,4 @@
-package passes
+package policy
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
 	. "github.com/tsplit/tsplit/ir/irtest"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // weights makes a deterministic initializer of the given shape.
@@ -61,7 +62,7 @@ func chainMLP(t *testing.T, layers int) *ir.Model {
 }
 
 // names is the set of value names of a plan's decisions.
-func names(ds []*Decision) map[string]bool {
+func names(ds []*passes.Decision) map[string]bool {
 	out := map[string]bool{}
 	for _, d := range ds {
 		out[d.Value.Name] = true
@@ -91,12 +92,12 @@ func sameSet(t *testing.T, what string, got, want map[string]bool) {
 
 // applyAndCompare inserts a plan, verifies the graph, and checks that
 // the step computes what it computed before.
-func applyAndCompare(t *testing.T, m *ir.Model, plan *Plan) {
+func applyAndCompare(t *testing.T, m *ir.Model, plan *passes.Plan) {
 	t.Helper()
 	in := stepInputs(m)
 	c := policyCtx(t, m, nil, 0)
 	want := runStep(t, m, c.Mem.Need(), in)
-	if err := InsertSwapRecompute(m, plan); err != nil {
+	if err := passes.InsertSwapRecompute(m, plan); err != nil {
 		t.Fatal(err)
 	}
 	if err := ir.Verify(m); err != nil {
@@ -152,7 +153,7 @@ func TestVDNN(t *testing.T) {
 			for _, pol := range []string{"vdnn-conv", "vdnn-all"} {
 				plan := planWith(t, pol, c)
 				for _, d := range plan.Decisions {
-					if d.Option != Swap || d.Trigger != d.Before || d.After >= d.Before || d.After > f.turn || d.Before <= f.turn {
+					if d.Option != passes.Swap || d.Trigger != d.Before || d.After >= d.Before || d.After > f.turn || d.Before <= f.turn {
 						t.Errorf("%s: %q: %v after %d, before %d, trigger %d (turn %d)", pol, d.Value.Name, d.Option, d.After, d.Before, d.Trigger, f.turn)
 					}
 				}
@@ -192,7 +193,7 @@ func TestCheckpointSqrtN(t *testing.T) {
 		plan := planWith(t, "checkpoint", c)
 		chained := 0
 		for _, d := range plan.Decisions {
-			if d.Option != Recompute || isCk[d.Value.Name] {
+			if d.Option != passes.Recompute || isCk[d.Value.Name] {
 				t.Errorf("%v of %q (checkpoint %v)", d.Option, d.Value.Name, isCk[d.Value.Name])
 			}
 			if d.DeltaM == 0 {
@@ -232,15 +233,15 @@ func TestSuperNeuronsByLayerType(t *testing.T) {
 	c := policyCtx(t, m, nil, 0)
 	f, _ := newFmaps(c)
 	plan := planWith(t, "superneurons", c)
-	byName := map[string]*Decision{}
+	byName := map[string]*passes.Decision{}
 	for _, d := range plan.Decisions {
 		byName[d.Value.Name] = d
 		switch d.Option {
-		case Swap:
+		case passes.Swap:
 			if d.Value.Def.Type != "Conv" || d.Value.Def.Phase != ir.Forward {
 				t.Errorf("swapped %q, a %s output", d.Value.Name, d.Value.Def.Type)
 			}
-		case Recompute:
+		case passes.Recompute:
 			if d.Value.Def.Type == "Conv" {
 				t.Errorf("recomputed the convolution %q", d.Value.Name)
 			}
@@ -256,7 +257,7 @@ func TestSuperNeuronsByLayerType(t *testing.T) {
 		d := byName[v.Name]
 		switch {
 		case snCheapTypes[typ]:
-			if d == nil || d.Option != Recompute {
+			if d == nil || d.Option != passes.Recompute {
 				t.Errorf("%q (a %s feature map) is not recomputed", v.Name, typ)
 			}
 			counts[typ]++
@@ -309,7 +310,7 @@ func TestCapuchinFreeTime(t *testing.T) {
 		t.Errorf("largest FT at %q (evicted at %d), not the earliest feature map", cands[0].v.Name, cands[0].a)
 	}
 	targets := cp.selectEvictions()
-	if len(targets) == 0 || targets[0].V != cands[0].v || targets[0].Opt != Swap {
+	if len(targets) == 0 || targets[0].V != cands[0].v || targets[0].Opt != passes.Swap {
 		t.Fatalf("first eviction %v, want a swap of %q", targets, cands[0].v.Name)
 	}
 	plan := planWith(t, "capuchin", c)
@@ -381,7 +382,7 @@ func TestCapuchinRecomputesByMSPS(t *testing.T) {
 	}
 	rc := &capRecompute{}
 	for _, cd := range rest {
-		if clonable(cd.v) {
+		if passes.Clonable(cd.v) {
 			rc.cands = append(rc.cands, cp.lineage(cd, isCand))
 		}
 	}
@@ -391,7 +392,7 @@ func TestCapuchinRecomputesByMSPS(t *testing.T) {
 		t.Fatal("nothing evicted")
 	}
 	for i, tg := range targets {
-		if tg.Opt != Recompute || tg.V.ID != order[i].id {
+		if tg.Opt != passes.Recompute || tg.V.ID != order[i].id {
 			t.Fatalf("eviction %d: %v of %q, Alg. 2 picks %d", i, tg.Opt, tg.V.Name, order[i].id)
 		}
 	}
@@ -480,10 +481,11 @@ func TestModnnPrefetchEq4(t *testing.T) {
 func TestModnnConvAlgos(t *testing.T) {
 	m := zooStep(t, "resnet50", 8)
 	c := policyCtx(t, m, nil, 0)
-	if _, err := modnnPolicy(c); err != nil {
+	plan, err := modnnPolicy(c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	res := ModnnResultOf(c.State)
+	res, _ := plan.Detail.(*ModnnResult)
 	convs := 0
 	for _, op := range c.Mem.Order {
 		if isConvTask(op) {
@@ -523,7 +525,7 @@ func TestModnnConvAlgos(t *testing.T) {
 		{fastestWS, fastest.Name, (1 - fastest.Speed) * tBase},
 	} {
 		n := len(c.Mem.Order)
-		md := &modnn{c: c, n: n, saved: make([]int64, n), uses: make([][]int, c.G.NumValueIDs()), byVal: map[ir.ValueID]*Decision{}, restore: map[int]int64{}}
+		md := &modnn{c: c, n: n, saved: make([]int64, n), uses: make([][]int, c.G.NumValueIDs()), byVal: map[ir.ValueID]*passes.Decision{}, restore: map[int]int64{}}
 		md.budget = md.need(0) + tc.room
 		md.chooseAlgo(0)
 		if len(md.convs) != 1 || md.convs[0].Algo != tc.algo || math.Abs(md.convs[0].Gain-tc.gain) > 1e-15 {
@@ -542,9 +544,9 @@ func TestModnnConvAlgos(t *testing.T) {
 func TestTFLMSParams(t *testing.T) {
 	for _, tc := range []struct {
 		params map[string]string
-		check  func(t *testing.T, f *fmaps, tf *tflms, ds []*Decision)
+		check  func(t *testing.T, f *fmaps, tf *tflms, ds []*passes.Decision)
 	}{
-		{map[string]string{"ctrld_strategy": "direct_order", "lb": "3", "ub": "6", "fuse_swapins": "true"}, func(t *testing.T, f *fmaps, tf *tflms, ds []*Decision) {
+		{map[string]string{"ctrld_strategy": "direct_order", "lb": "3", "ub": "6", "fuse_swapins": "true"}, func(t *testing.T, f *fmaps, tf *tflms, ds []*passes.Decision) {
 			for _, d := range ds {
 				g := d.Trigger - 1
 				if g < d.Before-6+1 || g > d.Before-3 || !tf.ancestors(d.Before, g-1)[f.order[g].ID] {
@@ -552,7 +554,7 @@ func TestTFLMSParams(t *testing.T) {
 				}
 			}
 		}},
-		{map[string]string{"ctrld_strategy": "chain_rule", "lb": "1", "ub": "3"}, func(t *testing.T, f *fmaps, tf *tflms, ds []*Decision) {
+		{map[string]string{"ctrld_strategy": "chain_rule", "lb": "1", "ub": "3"}, func(t *testing.T, f *fmaps, tf *tflms, ds []*passes.Decision) {
 			for _, d := range ds {
 				g := d.Trigger - 1
 				if f.order[g].Phase != ir.Backward || g <= f.turn || !tf.ancestors(d.Before, g-1)[f.order[g].ID] {
@@ -560,7 +562,7 @@ func TestTFLMSParams(t *testing.T) {
 				}
 			}
 		}},
-		{map[string]string{"n_tensors": "5", "fuse_swapins": "true"}, func(t *testing.T, f *fmaps, tf *tflms, ds []*Decision) {
+		{map[string]string{"n_tensors": "5", "fuse_swapins": "true"}, func(t *testing.T, f *fmaps, tf *tflms, ds []*passes.Decision) {
 			vs, _ := tf.tensors()
 			want := map[string]bool{}
 			for _, v := range vs[:5] {
@@ -578,7 +580,7 @@ func TestTFLMSParams(t *testing.T) {
 		}},
 	} {
 		m := zooStep(t, "resnet50", 4)
-		c := policyCtx(t, m, &Options{PolicyParams: tc.params}, 0)
+		c := policyCtx(t, m, &passes.Options{PolicyParams: tc.params}, 0)
 		plan := planWith(t, "tflms", c)
 		f, _ := newFmaps(c)
 		p, _ := ParseTFLMSParams(tc.params)
@@ -589,7 +591,7 @@ func TestTFLMSParams(t *testing.T) {
 			}
 		}
 		for _, d := range plan.Decisions {
-			if d.Option != Swap || d.Trigger <= d.After+1 || d.Trigger > d.Before {
+			if d.Option != passes.Swap || d.Trigger <= d.After+1 || d.Trigger > d.Before {
 				t.Errorf("%v: %q after %d trigger %d before %d", tc.params, d.Value.Name, d.After, d.Trigger, d.Before)
 			}
 		}
@@ -599,7 +601,7 @@ func TestTFLMSParams(t *testing.T) {
 	// Unfused swap-ins are per consumer, and the graph still computes the
 	// same step.
 	m := tinyCNN(t)
-	c := policyCtx(t, m, &Options{PolicyParams: map[string]string{"ctrld_strategy": "direct_order"}}, 0)
+	c := policyCtx(t, m, &passes.Options{PolicyParams: map[string]string{"ctrld_strategy": "direct_order"}}, 0)
 	applyAndCompare(t, m, planWith(t, "tflms", c))
 	for _, bad := range []map[string]string{{"lb": "0"}, {"lb": "5", "ub": "4"}, {"n_tensors": "0"}, {"ctrld_strategy": "random"}, {"fuse": "true"}} {
 		if _, err := ParseTFLMSParams(bad); err == nil || !strings.Contains(err.Error(), "tflms") {

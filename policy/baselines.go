@@ -1,4 +1,4 @@
-package passes
+package policy
 
 import (
 	"container/heap"
@@ -8,6 +8,7 @@ import (
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // This file holds what the baseline policies (vdnn-conv, vdnn-all,
@@ -34,7 +35,7 @@ import (
 
 // fmaps is one round's view of the feature maps.
 type fmaps struct {
-	c     *PolicyContext
+	c     *Context
 	order []*ir.Op
 	pos   []int // by OpID
 	n     int
@@ -46,7 +47,7 @@ type fmaps struct {
 	origin map[ir.ValueID][]*ir.Value
 }
 
-func newFmaps(c *PolicyContext) (*fmaps, error) {
+func newFmaps(c *Context) (*fmaps, error) {
 	f := &fmaps{c: c, order: c.Mem.Order, pos: c.G.Position(), n: len(c.Mem.Order), turn: -1,
 		uses: make([][]int, c.G.NumValueIDs()), origin: map[ir.ValueID][]*ir.Value{}}
 	lastFwd := -1
@@ -214,14 +215,6 @@ func (f *fmaps) origins(v *ir.Value) []*ir.Value {
 // opTime is the profiled time of op at position i.
 func (f *fmaps) opTime(i int) float64 { return f.c.TL.End[i] - f.c.TL.Start[i] }
 
-// clonable reports whether InsertSwapRecompute can recompute v by cloning
-// its producer. A random op (ir.Schema.Random) is never recomputed: the
-// clone, under another name, would draw different numbers.
-func clonable(v *ir.Value) bool {
-	d := v.Def
-	return d != nil && ir.CopyOf(d) == ir.NoCopy && !d.Host && !ir.IsRandom(d)
-}
-
 // evictor turns a set of evictions into decisions that InsertSwapRecompute
 // realizes in one round, recomputation chains included.
 //
@@ -246,7 +239,7 @@ type evictor struct {
 	// restore says how to bring back a value a clone needs that died in
 	// the forward pass (nil: recompute; ok false: read the original,
 	// which then stays live).
-	restore func(w *ir.Value) (Option, bool)
+	restore func(w *ir.Value) (passes.Option, bool)
 	// trigger places a swap-in for a value evicted after a and needed at
 	// before (nil: before, layer-synchronous).
 	trigger func(v *ir.Value, a, before int) int
@@ -259,7 +252,7 @@ type evictor struct {
 
 type evEntry struct {
 	v      *ir.Value
-	opt    Option
+	opt    passes.Option
 	target bool
 	limit  int // min anchor of recomputed readers − 1
 	dpos   int
@@ -286,12 +279,12 @@ func (h *evHeap) Pop() any {
 // evictTarget is one value a policy evicts, with its option.
 type evictTarget struct {
 	V   *ir.Value
-	Opt Option
+	Opt passes.Option
 }
 
 // plan realizes the targets (crossing values). The decisions come in
 // the order InsertSwapRecompute must process them.
-func (e *evictor) plan(targets []evictTarget) []*Decision {
+func (e *evictor) plan(targets []evictTarget) []*passes.Decision {
 	f := e.f
 	entries := map[ir.ValueID]*evEntry{}
 	h := &evHeap{}
@@ -313,7 +306,7 @@ func (e *evictor) plan(targets []evictTarget) []*Decision {
 		}
 		return iv.Kind != memory.Activation || iv.End > f.turn
 	}
-	var out []*Decision
+	var out []*passes.Decision
 	for h.Len() > 0 {
 		en := heap.Pop(h).(*evEntry)
 		v := en.v
@@ -330,10 +323,10 @@ func (e *evictor) plan(targets []evictTarget) []*Decision {
 			}
 		}
 		ok := x < f.n && x > a
-		if ok && en.opt == Swap && x < a+2 {
+		if ok && en.opt == passes.Swap && x < a+2 {
 			ok = false // the device copy stays live through a+1: nothing saved
 		}
-		if ok && en.opt == Recompute && !clonable(v) {
+		if ok && en.opt == passes.Recompute && !passes.Clonable(v) {
 			ok = false
 		}
 		if !ok {
@@ -342,17 +335,17 @@ func (e *evictor) plan(targets []evictTarget) []*Decision {
 			}
 			continue
 		}
-		d := &Decision{Value: v, Option: en.opt, After: a, Before: x, Trigger: x, At: e.at}
+		d := &passes.Decision{Value: v, Option: en.opt, After: a, Before: x, Trigger: x, At: e.at}
 		if en.target {
 			d.DeltaM = f.bytes(v)
 		}
 		switch en.opt {
-		case Swap:
+		case passes.Swap:
 			if e.trigger != nil {
 				d.Trigger = min(max(e.trigger(v, a, x), a+1), x)
 			}
 			d.DeltaT = e.swapCost(v, a, d.Trigger, x)
-		case Recompute:
+		case passes.Recompute:
 			d.DeltaT = f.c.Prof.OpTime(v.Def)
 			for _, w := range v.Def.Inputs() {
 				if w == nil {
@@ -365,7 +358,7 @@ func (e *evictor) plan(targets []evictTarget) []*Decision {
 				if available(w) {
 					continue
 				}
-				opt, ok := Recompute, true
+				opt, ok := passes.Recompute, true
 				if e.restore != nil {
 					opt, ok = e.restore(w)
 				}
@@ -402,7 +395,7 @@ func (e *evictor) swapCost(v *ir.Value, a, trigger, before int) float64 {
 // staticRound is what a policy that decides everything in round 0
 // answers in later rounds: the plan did not fit, and it has nothing
 // more to evict.
-func staticRound(c *PolicyContext, name, what string) error {
+func staticRound(c *Context, name, what string) error {
 	at := "the start"
 	if c.Mem.PeakAt >= 0 {
 		at = c.Mem.Order[c.Mem.PeakAt].Describe()

@@ -1,10 +1,11 @@
-package passes
+package policy
 
 import (
 	"fmt"
 	"sort"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
 )
 
 // SuperNeurons (Wang et al., PPoPP'18) as TSPLIT §VI describes it: the
@@ -17,11 +18,6 @@ import (
 // resident. A swapped tensor is prefetched one checkpoint ahead: its
 // swap-in starts where the previous one in backward order is needed.
 // Decided once, in round 0.
-
-func init() {
-	RegisterPolicy("superneurons", superNeuronsPolicy)
-	ownTriggers["superneurons"] = true
-}
 
 // snSwapTypes are the checkpoint layers SuperNeurons swaps.
 var snSwapTypes = map[string]bool{"Conv": true}
@@ -43,27 +39,27 @@ var snKeepTypes = map[string]bool{"Gemm": true, "MatMul": true, "ConvTranspose":
 // snClass says what SuperNeurons does with a crossing value, from the
 // type of the layer that produced its origin: Swap (a convolution
 // output), Recompute (a cheap layer), Reside.
-func snClass(f *fmaps, v *ir.Value) Option {
-	class := Reside
+func snClass(f *fmaps, v *ir.Value) passes.Option {
+	class := passes.Reside
 	for _, o := range f.origins(v) {
 		if o.Def == nil || o.Def.Domain != "" {
-			return Reside
+			return passes.Reside
 		}
 		switch {
 		case snSwapTypes[o.Def.Type]:
-			if class == Reside {
-				class = Swap
+			if class == passes.Reside {
+				class = passes.Swap
 			}
 		case snCheapTypes[o.Def.Type]:
-			class = Recompute
+			class = passes.Recompute
 		default:
-			return Reside
+			return passes.Reside
 		}
 	}
 	return class
 }
 
-func superNeuronsPolicy(c *PolicyContext) (*Plan, error) {
+func superNeuronsPolicy(c *Context) (*passes.Plan, error) {
 	if c.Round > 0 {
 		return nil, staticRound(c, "superneurons", "swaps every convolution output and recomputes pooling, normalization and activations")
 	}
@@ -74,41 +70,41 @@ func superNeuronsPolicy(c *PolicyContext) (*Plan, error) {
 	var ts []evictTarget
 	for _, v := range f.crossing() {
 		switch snClass(f, v) {
-		case Swap:
+		case passes.Swap:
 			if snSwapTypes[v.Def.Type] && v.Def.Phase == ir.Forward {
-				ts = append(ts, evictTarget{v, Swap})
+				ts = append(ts, evictTarget{v, passes.Swap})
 			} else {
 				// A hoisted derivative of a convolution output (e.g. the
 				// normalized input of the batch norm that follows):
 				// recomputed from the swapped convolution output.
-				ts = append(ts, evictTarget{v, Recompute})
+				ts = append(ts, evictTarget{v, passes.Recompute})
 			}
-		case Recompute:
-			ts = append(ts, evictTarget{v, Recompute})
+		case passes.Recompute:
+			ts = append(ts, evictTarget{v, passes.Recompute})
 		}
 	}
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("policy superneurons: the model has no convolution, pooling, normalization or activation feature maps to swap or recompute")
 	}
 	e := &evictor{f: f, at: max(c.Mem.PeakAt, 0),
-		restore: func(w *ir.Value) (Option, bool) {
+		restore: func(w *ir.Value) (passes.Option, bool) {
 			if w.Def == nil || w.Def.Domain != "" {
-				return Reside, false
+				return passes.Reside, false
 			}
 			switch {
 			case snSwapTypes[w.Def.Type]:
-				return Swap, true
+				return passes.Swap, true
 			case snKeepTypes[w.Def.Type]:
-				return Reside, false
+				return passes.Reside, false
 			}
-			return Recompute, true
+			return passes.Recompute, true
 		}}
 	ds := e.plan(ts)
 	// Prefetch one checkpoint ahead: a swap-in starts where the previous
 	// swapped tensor (in backward order) is needed.
-	var swaps []*Decision
+	var swaps []*passes.Decision
 	for _, d := range ds {
-		if d.Option == Swap {
+		if d.Option == passes.Swap {
 			swaps = append(swaps, d)
 		}
 	}
@@ -121,5 +117,5 @@ func superNeuronsPolicy(c *PolicyContext) (*Plan, error) {
 		}
 		prev = d.Before
 	}
-	return &Plan{Budget: c.Budget, Decisions: ds}, nil
+	return &passes.Plan{Budget: c.Budget, Decisions: ds}, nil
 }

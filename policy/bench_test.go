@@ -1,4 +1,4 @@
-package passes
+package policy
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -41,7 +42,7 @@ func BenchmarkPlanBERTLarge(b *testing.B) {
 	for _, layers := range []int{12, 24, 48} {
 		b.Run(fmt.Sprintf("layers=%d", layers), func(b *testing.B) {
 			probe := benchBERTLarge(b, layers)
-			if err := NewState(probe, nil).Run(Schedule); err != nil {
+			if err := passes.NewState(probe, nil).Run(passes.Schedule); err != nil {
 				b.Fatal(err)
 			}
 			mem, err := memory.Analyze(probe.Graph, memory.Options{})
@@ -52,15 +53,15 @@ func BenchmarkPlanBERTLarge(b *testing.B) {
 			budget := mem.Peak / 2
 			probe = nil
 			var total time.Duration
-			var last *State
+			var last *passes.State
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				m := benchBERTLarge(b, layers)
-				s := NewState(m, &Options{Budget: budget})
+				s := passes.NewState(m, &passes.Options{Budget: budget, Policy: Tsplit})
 				b.StartTimer()
 				start := time.Now()
-				if err := s.Run(Pipeline...); err != nil {
+				if err := s.Run(passes.Pipeline...); err != nil {
 					b.Fatal(err)
 				}
 				total += time.Since(start)

@@ -1,0 +1,85 @@
+package passes
+
+import (
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+)
+
+// Report summarizes what planning did; the CLI prints it and the
+// emitted model carries it as metadata.
+type Report struct {
+	Policy     string  `json:"policy"`
+	Device     string  `json:"device"`
+	Budget     int64   `json:"budget_bytes"`
+	BasePeak   int64   `json:"base_peak_bytes"`
+	Peak       int64   `json:"planned_peak_bytes"`
+	Pool       int64   `json:"pool_bytes"`
+	HostPeak   int64   `json:"host_peak_bytes"`
+	BaseTime   float64 `json:"base_step_s"`
+	Time       float64 `json:"planned_step_s"`
+	Swapped    int     `json:"swapped"`
+	Recomputed int     `json:"recomputed"`
+	Split      int     `json:"split"`
+	Rounds     int     `json:"rounds"`
+	// Chosen says, for the tsplit policy, which of its two plans was
+	// kept when both were tried (package policy, tsplit's PlanStep): ""
+	// when only one was made.
+	Chosen string `json:"chosen,omitempty"`
+	// Decisions lists every tensor decision, in the order made.
+	Decisions []DecisionReport `json:"decisions"`
+	// Base and Planned are the memory timelines (M_i along the schedule)
+	// before and after planning, for reports. They are left out of the
+	// model's metadata.
+	Base    []TimelinePoint `json:"base_timeline,omitempty"`
+	Planned []TimelinePoint `json:"planned_timeline,omitempty"`
+}
+
+// TimelinePoint is one op of a memory timeline.
+type TimelinePoint struct {
+	Op    string  `json:"op"`
+	Type  string  `json:"type"`
+	Phase string  `json:"phase"`
+	Live  int64   `json:"live_bytes"`
+	Start float64 `json:"start_s"`
+	End   float64 `json:"end_s"`
+	// Kind marks what planning added: "swap_out", "swap_in", "recompute",
+	// "split", "host"; empty for the model's own ops.
+	Kind string `json:"kind,omitempty"`
+}
+
+// timeline renders a memory model and simulation as points.
+func timeline(mem *memory.Model, tl *Timeline) []TimelinePoint {
+	out := make([]TimelinePoint, len(mem.Order))
+	for i, op := range mem.Order {
+		pt := TimelinePoint{Op: op.Name, Type: op.QualifiedType(), Phase: op.Phase.String(), Live: mem.Live[i], Start: tl.Start[i], End: tl.End[i]}
+		switch ir.CopyOf(op) {
+		case ir.ToHost:
+			pt.Kind = "swap_out"
+		case ir.ToDevice:
+			pt.Kind = "swap_in"
+		case ir.OnHost:
+			pt.Kind = "host"
+		}
+		if pt.Kind == "" {
+			pt.Kind = op.Origin // "recompute", "split" or the model's own ("")
+		}
+		out[i] = pt
+	}
+	return out
+}
+
+// DecisionReport is one row of the per-tensor decision table.
+type DecisionReport struct {
+	Tensor string `json:"tensor"`
+	Bytes  int64  `json:"bytes"`
+	Option string `json:"option"`
+	PNum   int    `json:"p_num"`
+	Dim    int    `json:"dim"`
+	// Split is the split's map as FTCompat prints it (splits only):
+	// dimension, kind, rewrite, and per input the followed dimension
+	// with σ and halo.
+	Split  string  `json:"split,omitempty"`
+	DeltaM int64   `json:"delta_m"`
+	DeltaT float64 `json:"delta_t_s"`
+	At     string  `json:"bottleneck"`
+}

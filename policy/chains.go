@@ -1,0 +1,357 @@
+package policy
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
+)
+
+// Recomputation chains (TSPLIT §V-D "Recomputation Implementation",
+// Eq. 4's set I).
+//
+// When consecutive forward tensors are all evicted, a backward consumer
+// at q that needs X_N recomputes the chain op_1 → … → op_N from the
+// nearest tensors still available at q (its checkpoints): the
+// memory-centric strategy of SuperNeurons, which the paper adopts. Each
+// consumer recomputes its own chain, and each intermediate X_k of a
+// chain is freed as soon as op_k+1 has read it: O(1) extra memory, O(N²)
+// compute over the backward pass. The planner charges Eq. 4's
+// ΔT = Σ_{u∈I} T_u for the whole chain, and takes a chain only where its
+// transient memory (two adjacent intermediates, typically) fits at q.
+//
+// A plan expresses a chain with the encoding the baseline policies'
+// evictor already uses for the dead intermediates of a segment: the
+// target X_N is an ordinary Recompute decision, and every intermediate
+// the chain recomputes for its own ops is a member decision — Recompute,
+// ΔM = 0, ΔT = 0 (charged to the target), Before = q — emitted just
+// before the target in schedule order. InsertSwapRecompute clones the
+// members first, each clone reading the latest restored copy made
+// before it, so a chain reads its own intermediates; then
+// reuseRecomputed applies the LRU optimisation.
+
+// maxChainOps bounds the ops of one recomputation chain (the target's
+// producer included). 1 is single-producer recomputation (the tests
+// compare with it).
+var maxChainOps = 16
+
+// chainSource says how a recomputation chain gets one of its inputs at q.
+type chainSource uint8
+
+const (
+	// srcKept: the tensor (or a restored copy of it) is live at q; the
+	// chain reads it there (a checkpoint).
+	srcKept chainSource = iota
+	// srcExtend: dead before q and not recomputable (a weight, a graph
+	// input, the output of a backward, random or copy op): the chain
+	// reads it at q, which keeps it live from its last use until then.
+	srcExtend
+	// srcMember: evicted or dead at q, and recomputable: the chain
+	// recomputes it.
+	srcMember
+	// srcNone: no chain (a tensor evicted in this round that cannot be
+	// recomputed, or one not on the device).
+	srcNone
+)
+
+// recomputeChain is the set I of Eq. 4 for one tensor and consumer.
+type recomputeChain struct {
+	// ops are the ops to clone, in schedule order; the last is the
+	// target's producer.
+	ops []*ir.Op
+	// members are the values the chain recomputes for its own ops (the
+	// outputs of ops other than the target that a chain op reads).
+	members []*ir.Value
+	// reads are the tensors the chain reads at q (its checkpoints);
+	// extend are those of them dead before q.
+	reads, extend []*ir.Value
+	// time is ΔT of Eq. 4: Σ T_u over ops.
+	time float64
+	// extra is the transient device memory the clones need just before
+	// q beyond what is live there: the chain intermediates live at once
+	// (a chain op's inputs and outputs), other outputs, workspace.
+	extra int64
+}
+
+// chainClonable reports whether v's producer may be cloned into a
+// recomputation chain: a deterministic forward op on the device.
+func chainClonable(v *ir.Value) bool {
+	return passes.Clonable(v) && v.Def.Phase == ir.Forward
+}
+
+// lastUse is the last position v is needed at: the end of its interval
+// or the last read this round's decisions added (clones and chains).
+func (pl *Planner) lastUse(v *ir.Value, iv *memory.Interval) int {
+	e := iv.End
+	if u := pl.uses[v.ID]; len(u) > 0 {
+		e = max(e, u[len(u)-1])
+	}
+	return e
+}
+
+// restoredAt returns a copy of w restored by an earlier round's swap-in
+// (SwapOut(w) → SwapIn) that is live at q in the order planned on (as
+// InsertSwapRecompute judges it) and not evicted in this round, or nil.
+func (pl *Planner) restoredAt(w *ir.Value, q int) *ir.Value {
+	for _, u := range w.Uses() {
+		if ir.CopyOf(u.Op) != ir.ToHost || u.Op.Output(0) == nil {
+			continue
+		}
+		for _, h := range u.Op.Output(0).Uses() {
+			r := h.Op.Output(0)
+			if ir.CopyOf(h.Op) != ir.ToDevice || r == nil || pl.decided[r.ID] || r.DType != w.DType || !r.Shape.Equal(w.Shape) {
+				continue
+			}
+			if idx := pl.Mem.ByValue[r.ID]; idx >= 0 {
+				riv := &pl.Mem.Intervals[idx]
+				if riv.Start < q && riv.End >= q {
+					return r
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// chainSourceOf classifies w, an input of a chain op, at position q, and
+// returns the tensor the chain reads for it (w or a restored copy).
+func (pl *Planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
+	idx := pl.Mem.ByValue[w.ID]
+	if idx < 0 {
+		return nil, srcNone
+	}
+	iv := &pl.Mem.Intervals[idx]
+	if iv.Kind == memory.Weight || iv.Kind == memory.Input {
+		// Not recomputable: read where it is, kept until q when q is
+		// past its last use (a replaced weight, an input only the
+		// forward pass reads). One swapped in this round is not: the
+		// read could fall in its gap.
+		if pl.decided[w.ID] {
+			return nil, srcNone
+		}
+		if pl.lastUse(w, iv) >= q {
+			return w, srcKept
+		}
+		return w, srcExtend
+	}
+	if pl.decided[w.ID] {
+		// Evicted in this round over a gap this round does not keep:
+		// recompute it (a copy it restores by q is reused by
+		// reuseRecomputed when it is a clone).
+		if iv.Kind == memory.Activation && chainClonable(w) {
+			return w, srcMember
+		}
+		return nil, srcNone
+	}
+	if iv.Start < q && pl.lastUse(w, iv) >= q {
+		return w, srcKept
+	}
+	if iv.Kind == memory.Activation {
+		if r := pl.restoredAt(w, q); r != nil {
+			return r, srcKept
+		}
+		if chainClonable(w) {
+			return w, srcMember
+		}
+	}
+	return w, srcExtend
+}
+
+// recomputeChain builds the chain that recomputes v just before q: v's
+// producer, then, for each input not available at q, its producer,
+// recursively, until every input is a checkpoint (live at q, restored by
+// an earlier round, or kept until q). It fails when the chain needs more
+// than maxChainOps ops, a random or backward op on an evicted tensor,
+// or a tensor evicted in this round that cannot be recomputed.
+func (pl *Planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
+	var ch recomputeChain
+	if !chainClonable(v) {
+		return ch, false
+	}
+	ch.ops = append(ch.ops, v.Def)
+	for k := 0; k < len(ch.ops); k++ {
+		for _, w := range ch.ops[k].Inputs() {
+			if w == nil || slices.Contains(ch.members, w) {
+				continue
+			}
+			r, src := pl.chainSourceOf(w, q)
+			switch src {
+			case srcNone:
+				return ch, false
+			case srcKept, srcExtend:
+				if !slices.Contains(ch.reads, r) {
+					ch.reads = append(ch.reads, r)
+					if src == srcExtend {
+						ch.extend = append(ch.extend, r)
+					}
+				}
+			case srcMember:
+				if !slices.Contains(ch.ops, w.Def) {
+					if len(ch.ops) == maxChainOps {
+						return ch, false
+					}
+					ch.ops = append(ch.ops, w.Def)
+				}
+				ch.members = append(ch.members, w)
+			}
+		}
+	}
+	sort.Slice(ch.ops, func(a, b int) bool { return pl.pos[ch.ops[a].ID] < pl.pos[ch.ops[b].ID] })
+	sort.Slice(ch.members, func(a, b int) bool {
+		ma, mb := ch.members[a], ch.members[b]
+		if pa, pb := pl.pos[ma.Def.ID], pl.pos[mb.Def.ID]; pa != pb {
+			return pa < pb
+		}
+		return ma.DefIndex < mb.DefIndex
+	})
+	for _, op := range ch.ops {
+		ch.time += pl.opTime[pl.pos[op.ID]]
+	}
+	if len(ch.ops) == 1 {
+		// Single-producer recomputation keeps its established rule:
+		// neither the clone's workspace nor a weight or graph input it
+		// reads past its last use is charged here; the next round's
+		// exact memory model sees them. A chain reaches further back (to
+		// the graph input, to weights the optimizer has replaced) and
+		// holds intermediates: what it keeps and needs is charged.
+		ch.extend = slices.DeleteFunc(ch.extend, func(w *ir.Value) bool {
+			k := pl.Mem.Intervals[pl.Mem.ByValue[w.ID]].Kind
+			return k == memory.Weight || k == memory.Input
+		})
+		return ch, true
+	}
+	ch.extra = pl.chainTransient(&ch, v)
+	return ch, true
+}
+
+// valueBytes is v's aligned device size in the planner's memory model.
+func (pl *Planner) valueBytes(v *ir.Value) int64 {
+	if idx := pl.Mem.ByValue[v.ID]; idx >= 0 {
+		return pl.Mem.Intervals[idx].Bytes
+	}
+	return memory.Align(v.Bytes())
+}
+
+// chainTransient is the most device memory the clones of ch need at once
+// on top of what is live before q: while clone k runs, the members
+// produced by clones ≤ k and read by clones ≥ k, the other outputs of
+// clone k and its workspace. The target's own output is not counted (it
+// is live at q in the model already).
+func (pl *Planner) chainTransient(ch *recomputeChain, v *ir.Value) int64 {
+	var extra int64
+	for k, op := range ch.ops {
+		cur := int64(0)
+		if w := pl.Mem.WorkspaceAt[pl.pos[op.ID]]; w >= 0 {
+			cur += pl.Mem.Intervals[w].Bytes
+		}
+		for _, o := range op.Outputs() {
+			if o != nil && o != v && !slices.Contains(ch.members, o) {
+				cur += pl.valueBytes(o)
+			}
+		}
+		for _, m := range ch.members {
+			if pl.pos[m.Def.ID] > pl.pos[op.ID] {
+				continue
+			}
+			for _, later := range ch.ops[k:] {
+				if reads(later, m) {
+					cur += pl.valueBytes(m)
+					break
+				}
+			}
+		}
+		extra = max(extra, cur)
+	}
+	return extra
+}
+
+// chainSaving is the bytes recomputing v (size bytes, evicted after a,
+// recomputed before q) through ch saves at bottleneck i: size, less the
+// tensors ch keeps past their last use across i. ok is false when the
+// chain does not fit: its transient memory on top of what is live at q
+// (as planned so far) goes over the budget, or keeping what it reads
+// would raise a position before i, already planned, over it.
+func (pl *Planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int64, bool) {
+	add := ch.extra
+	for _, w := range ch.extend {
+		if pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]) < q {
+			add += pl.valueBytes(w)
+		}
+	}
+	if add > 0 && pl.Mem.Live[q]-pl.saved[q]+add > pl.Budget {
+		return 0, false
+	}
+	dm := size
+	for _, w := range ch.extend {
+		b := pl.valueBytes(w)
+		end := pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]])
+		if end < i {
+			dm -= b
+		}
+		for k := end + 1; k < i; k++ {
+			m := pl.Mem.Live[k] - pl.saved[k] + b
+			if k > a {
+				m -= size
+			}
+			for _, x := range ch.extend {
+				if x != w && pl.lastUse(x, &pl.Mem.Intervals[pl.Mem.ByValue[x.ID]]) < k {
+					m += pl.valueBytes(x)
+				}
+			}
+			if m > pl.Budget {
+				return 0, false
+			}
+		}
+	}
+	return dm, dm > 0
+}
+
+// commitRecompute records the recompute decision just made (the last of
+// ds) in the planner's state and returns ds with the chain's member
+// decisions inserted before it: the checkpoints are read at d.Before (a
+// use later evictions must respect), tensors kept past their last use
+// cost their bytes until then, and the clones' transient memory counts
+// at d.Before (chainSaving checked that it fits there), so that later
+// decisions do not take that room.
+func (pl *Planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
+	d := ds[len(ds)-1]
+	q := d.Before
+	ch, ok := pl.recomputeChain(d.Value, q)
+	if !ok {
+		// Not from recomputeCandidate (which built the chain from this
+		// state): the producer alone, reading its inputs at q.
+		for _, w := range d.Value.Def.Inputs() {
+			if w != nil {
+				pl.addUse(w, q)
+			}
+		}
+		return ds
+	}
+	for _, w := range ch.extend {
+		b := pl.valueBytes(w)
+		for k := pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]) + 1; k <= q && k < pl.n; k++ {
+			pl.saved[k] -= b
+		}
+	}
+	pl.saved[q] -= ch.extra
+	for _, w := range ch.reads {
+		pl.addUse(w, q)
+	}
+	if len(ch.members) == 0 {
+		return ds
+	}
+	out := make([]*passes.Decision, 0, len(ds)+len(ch.members))
+	out = append(out, ds[:len(ds)-1]...)
+	for _, w := range ch.members {
+		a := pl.pos[w.Def.ID]
+		for _, u := range pl.uses[w.ID] {
+			if u < q {
+				a = max(a, u)
+			}
+		}
+		out = append(out, &passes.Decision{Value: w, Option: passes.Recompute, After: a, Before: q, At: d.At})
+	}
+	return append(out, d)
+}

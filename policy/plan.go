@@ -1,0 +1,71 @@
+package policy
+
+import (
+	"context"
+	"io"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
+)
+
+// Options are what planning needs beyond the model and the policy.
+type Options struct {
+	// Budget is the device memory budget in bytes (0: the profile's).
+	Budget int64
+	// Profile is the device; nil means titan-rtx.
+	Profile *profile.Profile
+	// Params are the policy's parameters as text (Policy.Params declares
+	// them); Plan checks them before anything else.
+	Params map[string]string
+	// NoSwap and NoRecompute restrict the tsplit planner's options.
+	NoSwap, NoRecompute bool
+	// Check runs ir.Verify after every pass, planning's rounds included.
+	Check bool
+	// DumpAfter names the passes after which the IR is dumped to DumpTo
+	// (passes.State.DumpAfter: a name, a pattern, or a last element).
+	DumpAfter string
+	DumpTo    io.Writer
+	// OnPass, when set, is called after every pass with its timing.
+	OnPass func(passes.Timing)
+	// OnRound, when set, is called at the start of every planning round
+	// (passes.Options.OnRound), for progress reports.
+	OnRound func(round int, peak, target int64)
+}
+
+// Result is a plan.
+type Result struct {
+	// Model is the planned step: the model given to Plan, rewritten, or
+	// the step PlanSubBatched built.
+	Model *ir.Model
+	// Report is what planning did. A failed plan keeps what it got to
+	// (the base peak and timeline at least, when planning started).
+	Report *passes.Report
+	// Timings are the passes' durations, planning's rounds included.
+	Timings []passes.Timing
+	// Detail is what the policy's last round said beyond its plan
+	// (moDNN: *ModnnResult), nil for most policies.
+	Detail any
+	// SubBatching is what PlanSubBatched decided (nil from Plan).
+	SubBatching *SubBatching
+}
+
+// Plan plans m's training step into the budget with pol: the pipeline
+// of package passes (schedule, plan in rounds, control edges, layout),
+// the policy choosing what to evict each round. m is rewritten in place.
+// A nil pol is Tsplit. The error of a failed plan comes with the Result
+// as far as it got; a cancelled ctx stops planning between two passes.
+func Plan(ctx context.Context, m *ir.Model, pol Policy, opts Options) (*Result, error) {
+	if pol == nil {
+		pol = Tsplit
+	}
+	if err := CheckParams(pol, opts.Params); err != nil {
+		return nil, err
+	}
+	s := passes.NewState(m, &passes.Options{Budget: opts.Budget, Profile: opts.Profile, Policy: pol,
+		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound})
+	s.Check, s.OnPass = opts.Check, opts.OnPass
+	s.DumpAfter, s.DumpTo = opts.DumpAfter, opts.DumpTo
+	err := s.Run(passes.Pipeline...)
+	return &Result{Model: m, Report: s.Report, Timings: s.Timings, Detail: s.Detail}, err
+}

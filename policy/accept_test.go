@@ -450,7 +450,7 @@ func TestInfeasibleBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := NewPlanner(probe.Graph, mem, passes.Simulate(probe.Graph, mem, prof), prof, 0)
+	pl := newPlanner(probe.Graph, mem, passes.Simulate(probe.Graph, mem, prof), prof, 0)
 	pl.SplitChoices = passes.SplitChoices(probe) // as the tsplit policy plans
 	lb := pl.LowerBound()
 	if lb <= 0 || lb > mem.Peak {

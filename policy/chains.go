@@ -83,7 +83,7 @@ func chainClonable(v *ir.Value) bool {
 
 // lastUse is the last position v is needed at: the end of its interval
 // or the last read this round's decisions added (clones and chains).
-func (pl *Planner) lastUse(v *ir.Value, iv *memory.Interval) int {
+func (pl *planner) lastUse(v *ir.Value, iv *memory.Interval) int {
 	e := iv.End
 	if u := pl.uses[v.ID]; len(u) > 0 {
 		e = max(e, u[len(u)-1])
@@ -94,7 +94,7 @@ func (pl *Planner) lastUse(v *ir.Value, iv *memory.Interval) int {
 // restoredAt returns a copy of w restored by an earlier round's swap-in
 // (SwapOut(w) → SwapIn) that is live at q in the order planned on (as
 // InsertSwapRecompute judges it) and not evicted in this round, or nil.
-func (pl *Planner) restoredAt(w *ir.Value, q int) *ir.Value {
+func (pl *planner) restoredAt(w *ir.Value, q int) *ir.Value {
 	for _, u := range w.Uses() {
 		if ir.CopyOf(u.Op) != ir.ToHost || u.Op.Output(0) == nil {
 			continue
@@ -117,7 +117,7 @@ func (pl *Planner) restoredAt(w *ir.Value, q int) *ir.Value {
 
 // chainSourceOf classifies w, an input of a chain op, at position q, and
 // returns the tensor the chain reads for it (w or a restored copy).
-func (pl *Planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
+func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 	idx := pl.Mem.ByValue[w.ID]
 	if idx < 0 {
 		return nil, srcNone
@@ -165,7 +165,7 @@ func (pl *Planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 // an earlier round, or kept until q). It fails when the chain needs more
 // than maxChainOps ops, a random or backward op on an evicted tensor,
 // or a tensor evicted in this round that cannot be recomputed.
-func (pl *Planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
+func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 	var ch recomputeChain
 	if !chainClonable(v) {
 		return ch, false
@@ -227,7 +227,7 @@ func (pl *Planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 }
 
 // valueBytes is v's aligned device size in the planner's memory model.
-func (pl *Planner) valueBytes(v *ir.Value) int64 {
+func (pl *planner) valueBytes(v *ir.Value) int64 {
 	if idx := pl.Mem.ByValue[v.ID]; idx >= 0 {
 		return pl.Mem.Intervals[idx].Bytes
 	}
@@ -239,7 +239,7 @@ func (pl *Planner) valueBytes(v *ir.Value) int64 {
 // produced by clones ≤ k and read by clones ≥ k, the other outputs of
 // clone k and its workspace. The target's own output is not counted (it
 // is live at q in the model already).
-func (pl *Planner) chainTransient(ch *recomputeChain, v *ir.Value) int64 {
+func (pl *planner) chainTransient(ch *recomputeChain, v *ir.Value) int64 {
 	var extra int64
 	for k, op := range ch.ops {
 		cur := int64(0)
@@ -273,7 +273,7 @@ func (pl *Planner) chainTransient(ch *recomputeChain, v *ir.Value) int64 {
 // chain does not fit: its transient memory on top of what is live at q
 // (as planned so far) goes over the budget, or keeping what it reads
 // would raise a position before i, already planned, over it.
-func (pl *Planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int64, bool) {
+func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int64, bool) {
 	add := ch.extra
 	for _, w := range ch.extend {
 		if pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]) < q {
@@ -315,7 +315,7 @@ func (pl *Planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 // cost their bytes until then, and the clones' transient memory counts
 // at d.Before (chainSaving checked that it fits there), so that later
 // decisions do not take that room.
-func (pl *Planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
+func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 	d := ds[len(ds)-1]
 	q := d.Before
 	ch, ok := pl.recomputeChain(d.Value, q)

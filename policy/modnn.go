@@ -21,7 +21,7 @@ import (
 //     algorithm; Eq. 2's lower bound is S_W + max_t M_min(t, 1) with the
 //     baseline algorithm; the sub-batch is Eq. 3 iterated to its fixed
 //     point, then the largest b ≤ batch whose every task fits
-//     (ModnnSubBatch). Which bytes of a tensor grow with b is exact when
+//     (modnnSubBatch). Which bytes of a tensor grow with b is exact when
 //     the step is also built at the batch + 1 (as the sub-batching
 //     layer does, subbatch.go): bytes(B) = F + P·B per tensor.
 //     Without it a tensor scales when its leading dimension is the batch,
@@ -79,9 +79,9 @@ import (
 // include their speed-up. Defragmentation does not apply: the static
 // layout is computed after planning.
 
-// ModnnTask is one task of Eq. 1, its memory split by how it scales with
+// modnnTask is one task of Eq. 1, its memory split by how it scales with
 // the sub-batch b.
-type ModnnTask struct {
+type modnnTask struct {
 	Name string
 	// PerSample is the bytes of its inputs and output per sample (they
 	// scale with b); Fixed the bytes that do not (weight gradients,
@@ -94,13 +94,13 @@ type ModnnTask struct {
 }
 
 // Mmin is Eq. 1 at sub-batch b with the fastest algorithm.
-func (t ModnnTask) Mmin(b int64) int64 {
+func (t modnnTask) Mmin(b int64) int64 {
 	return b*(t.PerSample+t.WSPerSample) + t.Fixed + t.WSFixed
 }
 
-// ModnnLowerBound is Eq. 2: weights plus the largest task at sub-batch
+// modnnLowerBound is Eq. 2: weights plus the largest task at sub-batch
 // 1 with the baseline algorithm.
-func ModnnLowerBound(weights int64, tasks []ModnnTask) int64 {
+func modnnLowerBound(weights int64, tasks []modnnTask) int64 {
 	var worst int64
 	for _, t := range tasks {
 		worst = max(worst, t.PerSample+t.Fixed+t.BaseWSFixed)
@@ -108,12 +108,12 @@ func ModnnLowerBound(weights int64, tasks []ModnnTask) int64 {
 	return weights + worst
 }
 
-// ModnnSubBatch is Eq. 3: b ← (M − S_W) / max_t M_min(t, b)/b, the
+// modnnSubBatch is Eq. 3: b ← (M − S_W) / max_t M_min(t, b)/b, the
 // per-sample need at the current b, iterated from the whole batch until
 // it no longer changes; then the largest b in [1, batch] whose every
 // task fits, S_W + max_t M_min(t, b) ≤ M. It returns 0 when not even
 // b = 1 fits with the fastest algorithms.
-func ModnnSubBatch(m, weights int64, tasks []ModnnTask, batch int64) int64 {
+func modnnSubBatch(m, weights int64, tasks []modnnTask, batch int64) int64 {
 	fits := func(b int64) bool {
 		for _, t := range tasks {
 			if weights+t.Mmin(b) > m {
@@ -201,7 +201,7 @@ func convAlgoWorkspace(op *ir.Op, a profile.ConvAlgo) int64 {
 // it; others count as fixed, which misses tensors that fold the batch
 // into another dimension (the transposed operands of a weight gradient,
 // a pooling gradient per (n, c) plane): modnnTasksExact splits them.
-func modnnTasks(mem *memory.Model, p *profile.Profile, batch int64) []ModnnTask {
+func modnnTasks(mem *memory.Model, p *profile.Profile, batch int64) []modnnTask {
 	return modnnTasksOf(mem, p, batch, func(v *ir.Value, bytes int64) (int64, int64) {
 		if len(v.Shape) > 0 && v.Shape[0] == batch && batch > 1 {
 			return (bytes + batch - 1) / batch, 0
@@ -215,7 +215,7 @@ func modnnTasks(mem *memory.Model, p *profile.Profile, batch int64) []ModnnTask 
 // built at batch + 1 (other): an op there has the same name and its
 // inputs and outputs the same positions, and bytes(batch) = F + P·batch.
 // It returns nil when the two steps do not correspond.
-func modnnTasksExact(mem *memory.Model, other *ir.Graph, p *profile.Profile, batch int64) []ModnnTask {
+func modnnTasksExact(mem *memory.Model, other *ir.Graph, p *profile.Profile, batch int64) []modnnTask {
 	ops := map[string]*ir.Op{}
 	for _, op := range other.Order() {
 		if op.Name == "" || ops[op.Name] != nil {
@@ -253,19 +253,19 @@ func modnnTasksExact(mem *memory.Model, other *ir.Graph, p *profile.Profile, bat
 // modnnTasksOf builds the tasks of Eq. 1 with split telling, for each
 // tensor and its device bytes at the step's batch, its bytes per sample
 // and its fixed bytes.
-func modnnTasksOf(mem *memory.Model, p *profile.Profile, batch int64, split func(v *ir.Value, bytes int64) (perSample, fixed int64)) []ModnnTask {
+func modnnTasksOf(mem *memory.Model, p *profile.Profile, batch int64, split func(v *ir.Value, bytes int64) (perSample, fixed int64)) []modnnTask {
 	var fastest *profile.ConvAlgo
 	for i := range p.ConvAlgos {
 		if fastest == nil || p.ConvAlgos[i].Speed < fastest.Speed {
 			fastest = &p.ConvAlgos[i]
 		}
 	}
-	var tasks []ModnnTask
+	var tasks []modnnTask
 	for i, op := range mem.Order {
 		if ir.CopyOf(op) != ir.NoCopy {
 			continue
 		}
-		t := ModnnTask{Name: op.Describe()}
+		t := modnnTask{Name: op.Describe()}
 		seen := map[ir.ValueID]bool{}
 		for _, list := range [][]*ir.Value{op.Inputs(), op.Outputs()} {
 			for _, v := range list {

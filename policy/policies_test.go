@@ -403,18 +403,18 @@ func TestCapuchinRecomputesByMSPS(t *testing.T) {
 func TestModnnSubBatch(t *testing.T) {
 	cases := []struct {
 		m, w  int64
-		tasks []ModnnTask
+		tasks []modnnTask
 		batch int64
 		want  int64
 	}{
-		{1000, 200, []ModnnTask{{PerSample: 30, WSPerSample: 10}}, 64, 20},
-		{1000, 200, []ModnnTask{{PerSample: 10, Fixed: 100}}, 128, 70},
-		{1000, 200, []ModnnTask{{PerSample: 10, Fixed: 100}, {PerSample: 20, WSFixed: 50}}, 128, 37},
-		{1000, 200, []ModnnTask{{PerSample: 10, Fixed: 100}}, 16, 16},
-		{250, 200, []ModnnTask{{PerSample: 30, WSPerSample: 10, Fixed: 20}}, 8, 0},
+		{1000, 200, []modnnTask{{PerSample: 30, WSPerSample: 10}}, 64, 20},
+		{1000, 200, []modnnTask{{PerSample: 10, Fixed: 100}}, 128, 70},
+		{1000, 200, []modnnTask{{PerSample: 10, Fixed: 100}, {PerSample: 20, WSFixed: 50}}, 128, 37},
+		{1000, 200, []modnnTask{{PerSample: 10, Fixed: 100}}, 16, 16},
+		{250, 200, []modnnTask{{PerSample: 30, WSPerSample: 10, Fixed: 20}}, 8, 0},
 	}
 	for _, tc := range cases {
-		got := ModnnSubBatch(tc.m, tc.w, tc.tasks, tc.batch)
+		got := modnnSubBatch(tc.m, tc.w, tc.tasks, tc.batch)
 		if got != tc.want {
 			t.Errorf("M=%d S_W=%d %+v batch %d: sub-batch %d, want %d", tc.m, tc.w, tc.tasks, tc.batch, got, tc.want)
 		}
@@ -426,7 +426,7 @@ func TestModnnSubBatch(t *testing.T) {
 			}
 		}
 	}
-	if lb := ModnnLowerBound(200, []ModnnTask{{PerSample: 30, WSPerSample: 10, Fixed: 20, BaseWSFixed: 5}}); lb != 255 {
+	if lb := modnnLowerBound(200, []modnnTask{{PerSample: 30, WSPerSample: 10, Fixed: 20, BaseWSFixed: 5}}); lb != 255 {
 		t.Errorf("Eq. 2 lower bound %d, want 255", lb)
 	}
 	// On a graph: resnet50's tasks scale with the batch, and the
@@ -442,7 +442,7 @@ func TestModnnSubBatch(t *testing.T) {
 	tasks := modnnTasks(c.Mem, c.Prof, 16)
 	prev := int64(17)
 	for _, frac := range []float64{1.2, 0.8, 0.6, 0.45} {
-		b := ModnnSubBatch(int64(frac*float64(c.Mem.Peak)), weights, tasks, 16)
+		b := modnnSubBatch(int64(frac*float64(c.Mem.Peak)), weights, tasks, 16)
 		if b > prev || b < 1 {
 			t.Errorf("budget %.2f·peak: sub-batch %d after %d", frac, b, prev)
 		}
@@ -583,7 +583,7 @@ func TestTFLMSParams(t *testing.T) {
 		c := policyCtx(t, m, &passes.Options{PolicyParams: tc.params}, 0)
 		plan := planWith(t, "tflms", c)
 		f, _ := newFmaps(c)
-		p, _ := ParseTFLMSParams(tc.params)
+		p, _ := parseTFLMSParams(tc.params)
 		tf := &tflms{f: f, p: p, derived: map[ir.ValueID][]*ir.Value{}}
 		for _, v := range f.crossing() {
 			for _, o := range f.origins(v) {
@@ -604,7 +604,7 @@ func TestTFLMSParams(t *testing.T) {
 	c := policyCtx(t, m, &passes.Options{PolicyParams: map[string]string{"ctrld_strategy": "direct_order"}}, 0)
 	applyAndCompare(t, m, planWith(t, "tflms", c))
 	for _, bad := range []map[string]string{{"lb": "0"}, {"lb": "5", "ub": "4"}, {"n_tensors": "0"}, {"ctrld_strategy": "random"}, {"fuse": "true"}} {
-		if _, err := ParseTFLMSParams(bad); err == nil || !strings.Contains(err.Error(), "tflms") {
+		if _, err := parseTFLMSParams(bad); err == nil || !strings.Contains(err.Error(), "tflms") {
 			t.Errorf("%v: error %v", bad, err)
 		}
 	}

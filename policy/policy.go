@@ -78,7 +78,7 @@ var (
 	Capuchin     Policy = &spec{name: "capuchin", ownTriggers: true, plan: capuchinPolicy}
 	Modnn        Policy = &spec{name: "modnn", ownTriggers: true, subBatches: true, plan: modnnPolicy}
 	TFLMS        Policy = &spec{name: "tflms", ownTriggers: true, plan: tflmsPolicy, params: tflmsParamSpecs,
-		check: func(m map[string]string) error { _, err := ParseTFLMSParams(m); return err }}
+		check: func(m map[string]string) error { _, err := parseTFLMSParams(m); return err }}
 )
 
 // table is every policy, by name.

@@ -92,15 +92,15 @@ func selectSubBatch(g *ir.Graph, mem *memory.Model, other *ir.Graph, p *profile.
 			weights += iv.Bytes
 		}
 	}
-	var tasks []ModnnTask
+	var tasks []modnnTask
 	if other != nil && modnnBatch(other) == batch+1 {
 		tasks = modnnTasksExact(mem, other, p, batch)
 	}
 	if tasks == nil {
 		tasks = modnnTasks(mem, p, batch)
 	}
-	res := SubBatching{Batch: batch, LowerBound: ModnnLowerBound(weights, tasks)}
-	res.SubBatch = ModnnSubBatch(budget, weights, tasks, batch)
+	res := SubBatching{Batch: batch, LowerBound: modnnLowerBound(weights, tasks)}
+	res.SubBatch = modnnSubBatch(budget, weights, tasks, batch)
 	return res
 }
 

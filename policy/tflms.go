@@ -45,17 +45,17 @@ var tflmsParamSpecs = []ParamSpec{
 	{"fuse_swapins", "one swap-in per tensor for all its backward consumers (true/false, default false)"},
 }
 
-// TFLMSParams are the TFLMS parameters of Table 2 this policy honours.
-type TFLMSParams struct {
+// tflmsParams are the TFLMS parameters of Table 2 this policy honours.
+type tflmsParams struct {
 	NTensors    int    // -1: every reachable tensor
 	LB, UB      int    // lower and upper bound of the control-op distance
 	Strategy    string // "chain_rule" or "direct_order"
 	FuseSwapins bool
 }
 
-// ParseTFLMSParams reads the tflms policy parameters.
-func ParseTFLMSParams(m map[string]string) (TFLMSParams, error) {
-	p := TFLMSParams{NTensors: -1, LB: 1, UB: 10000, Strategy: "chain_rule"}
+// parseTFLMSParams reads the tflms policy parameters.
+func parseTFLMSParams(m map[string]string) (tflmsParams, error) {
+	p := tflmsParams{NTensors: -1, LB: 1, UB: 10000, Strategy: "chain_rule"}
 	for k, v := range m {
 		var err error
 		switch k {
@@ -93,7 +93,7 @@ func ParseTFLMSParams(m map[string]string) (TFLMSParams, error) {
 // tflms is one round of the TFLMS rewrite.
 type tflms struct {
 	f *fmaps
-	p TFLMSParams
+	p tflmsParams
 	// derived maps a forward value to the crossing values derived from it.
 	derived map[ir.ValueID][]*ir.Value
 }
@@ -270,7 +270,7 @@ func (t *tflms) control(f1 *ir.Op, f2, a int) int {
 }
 
 func tflmsPolicy(c *Context) (*passes.Plan, error) {
-	p, err := ParseTFLMSParams(c.Opts.PolicyParams)
+	p, err := parseTFLMSParams(c.Opts.PolicyParams)
 	if err != nil {
 		return nil, err
 	}

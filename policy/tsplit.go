@@ -13,7 +13,7 @@ import (
 
 // tsplit is TSPLIT's planner as a policy: Alg. 2 over the depth-first
 // order, each round choosing per bottleneck the swap, recompute or split
-// with the smallest ΔT/ΔM (Planner).
+// with the smallest ΔT/ΔM (planner).
 type tsplit struct {
 	spec
 	// split: Alg. 2's Step 2 and 3 (split the bottleneck op) are allowed.
@@ -22,7 +22,7 @@ type tsplit struct {
 
 // Plan is one round of Alg. 2.
 func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
-	pl := NewPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
+	pl := newPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
 	pl.Allowed[passes.Swap] = !c.Opts.NoSwap
 	pl.Allowed[passes.Recompute] = !c.Opts.NoRecompute
 	if t.split {
@@ -31,10 +31,10 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 	return pl.Run()
 }
 
-// LowerBound is the planner's bound on c's graph (Planner.LowerBound),
+// LowerBound is the planner's bound on c's graph (planner.LowerBound),
 // crediting splits where the policy may split.
 func (t *tsplit) LowerBound(c *Context) int64 {
-	pl := NewPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
+	pl := newPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
 	if t.split && !c.Opts.NoSwap {
 		pl.SplitChoices = passes.SplitChoices(c.Model)
 	}
@@ -88,8 +88,8 @@ func (t *tsplit) PlanStep(s *passes.State) error {
 // splitPNums are the split numbers the planner tries (TSPLIT §IV-B).
 var splitPNums = []int{2, 4, 8, 16, 32, 64}
 
-// Planner holds the state of TSPLIT Alg. 2 over one order.
-type Planner struct {
+// planner holds the state of TSPLIT Alg. 2 over one order.
+type planner struct {
 	G       *ir.Graph
 	Mem     *memory.Model
 	TL      *passes.Timeline
@@ -117,10 +117,10 @@ type Planner struct {
 	n      int
 }
 
-// NewPlanner prepares Alg. 2 on g's current order.
-func NewPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.Profile, budget int64) *Planner {
+// newPlanner prepares Alg. 2 on g's current order.
+func newPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.Profile, budget int64) *planner {
 	n := len(mem.Order)
-	pl := &Planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
+	pl := &planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
 		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
@@ -146,7 +146,7 @@ func NewPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.
 // split as finely as any of its split choices allows: the activations
 // read whole plus the micro-tensors of the split ones (math.MaxInt64: not
 // splittable).
-func (pl *Planner) splitFloor(op *ir.Op) int64 {
+func (pl *planner) splitFloor(op *ir.Op) int64 {
 	best := int64(math.MaxInt64)
 	if pl.SplitChoices == nil || !pl.Allowed[passes.Swap] {
 		return best
@@ -177,7 +177,7 @@ type splitCostOf struct {
 	d2h, h2d int64
 }
 
-func (pl *Planner) splitCost(op *ir.Op, dm *passes.DimMap, p int) splitCostOf {
+func (pl *planner) splitCost(op *ir.Op, dm *passes.DimMap, p int) splitCostOf {
 	var c splitCostOf
 	parts := passes.Parts(dm.Extent, p)
 	for j, x := range op.Inputs() {
@@ -244,7 +244,7 @@ func (pl *Planner) splitCost(op *ir.Op, dm *passes.DimMap, p int) splitCostOf {
 // already computed, and the op's own inputs, outputs and workspace
 // (moDNN Eq. 2 in spirit). Splitting can go lower for splittable ops,
 // which this bound does not credit.
-func (pl *Planner) LowerBound() int64 {
+func (pl *planner) LowerBound() int64 {
 	// fixed[i]: bytes no eviction can free at i — weights live there and
 	// graph outputs already computed (kept to the end).
 	fixed := make([]int64, pl.n+1)
@@ -309,7 +309,7 @@ type candidate struct {
 // Run walks the order and, at each position where M_i − ΔM(S)_i exceeds
 // the budget, applies the candidate with the smallest ΔT/ΔM until it
 // fits (Alg. 2 without split, which package passes adds separately).
-func (pl *Planner) Run() (*passes.Plan, error) {
+func (pl *planner) Run() (*passes.Plan, error) {
 	plan := &passes.Plan{Budget: pl.Budget}
 	for i := 0; i < pl.n; i++ {
 		for pl.Mem.Live[i]-pl.saved[i] > pl.Budget {
@@ -359,7 +359,7 @@ func (pl *Planner) Run() (*passes.Plan, error) {
 }
 
 // evictable is what could still be freed at i (for the error message).
-func (pl *Planner) evictable(i int) int64 {
+func (pl *planner) evictable(i int) int64 {
 	var b int64
 	for _, c := range pl.candidates(i) {
 		b += c.d.DeltaM
@@ -369,7 +369,7 @@ func (pl *Planner) evictable(i int) int64 {
 
 // occupy marks link time as used on the ops from lo on (Oc_u := 1)
 // until dur seconds are covered.
-func (pl *Planner) occupy(occ []float64, lo, hi int, dur float64) {
+func (pl *planner) occupy(occ []float64, lo, hi int, dur float64) {
 	for u := lo; u < hi && u < pl.n && dur > 0; u++ {
 		free := (1 - occ[u]) * pl.opTime[u]
 		if free <= 0 {
@@ -381,7 +381,7 @@ func (pl *Planner) occupy(occ []float64, lo, hi int, dur float64) {
 	}
 }
 
-func (pl *Planner) best(i int) *candidate {
+func (pl *planner) best(i int) *candidate {
 	var best *candidate
 	for _, c := range pl.candidates(i) {
 		if best == nil || c.ratio < best.ratio || (c.ratio == best.ratio && c.d.After < best.d.After) {
@@ -395,7 +395,7 @@ func (pl *Planner) best(i int) *candidate {
 // candidates lists the non-split options at bottleneck i: every
 // activation live across i that op i does not read, evicted over the
 // gap of its uses that contains i.
-func (pl *Planner) candidates(i int) []candidate {
+func (pl *planner) candidates(i int) []candidate {
 	var out []candidate
 	op := pl.Mem.Order[i]
 	for _, idx := range pl.liveAt(i) {
@@ -437,7 +437,7 @@ func (pl *Planner) candidates(i int) []candidate {
 // live across position i. Positions are visited in increasing order, so
 // it keeps an active set: intervals enter when the walk passes their
 // start and leave once it passes their end.
-func (pl *Planner) liveAt(i int) []int {
+func (pl *planner) liveAt(i int) []int {
 	if pl.byStart == nil {
 		for idx := range pl.Mem.Intervals {
 			iv := &pl.Mem.Intervals[idx]
@@ -467,7 +467,7 @@ func (pl *Planner) liveAt(i int) []int {
 }
 
 // addUse records a use of v at position q (a recompute clone's read).
-func (pl *Planner) addUse(v *ir.Value, q int) {
+func (pl *planner) addUse(v *ir.Value, q int) {
 	u := pl.uses[v.ID]
 	k := sort.SearchInts(u, q)
 	if k < len(u) && u[k] == q {
@@ -491,7 +491,7 @@ func reads(op *ir.Op, v *ir.Value) bool {
 // swapCandidate applies TSPLIT Eq. 2–3: ΔM = size; ΔT = the part of the
 // swap-out not hidden by the ops between eviction and the bottleneck,
 // plus the part of the swap-in not hidden before its consumer q.
-func (pl *Planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
+func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
 	// The device copy stays live through op a+1 (decoupled swap-out),
 	// so the saving starts at a+2 and must cover i.
 	if a+2 > i {
@@ -533,7 +533,7 @@ func (pl *Planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 // at i is v's size less what the chain keeps past its last use across i.
 // The chain's transient memory (its intermediates, other outputs and
 // workspace) must fit at q with what is planned to be live there.
-func (pl *Planner) recomputeCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
+func (pl *planner) recomputeCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
 	ch, ok := pl.recomputeChain(v, q)
 	if !ok {
 		return candidate{}, false
@@ -560,7 +560,7 @@ type splitCandidate struct {
 // transfers of the split tensors (not hidden: conservative) plus the
 // split overhead, p micro-kernels against one (TSPLIT Fig. 5). The
 // smallest p that reaches the budget is taken.
-func (pl *Planner) bestSplit(i int) *splitCandidate {
+func (pl *planner) bestSplit(i int) *splitCandidate {
 	if pl.SplitChoices == nil || !pl.Allowed[passes.Swap] {
 		return nil // splits stage their pieces on the host: they swap
 	}

@@ -30,6 +30,7 @@
 // Plan plans a step with a policy (the pipeline of package passes).
 // PlanSubBatched wraps it with moDNN's sub-batching (subbatch.go): Eq.
 // 1–3 choose a sub-batch, the step is rebuilt as sub-batches with
-// gradients accumulated, and that step is planned — with any policy,
-// though tsplitc and the benchmark use it with modnn only.
+// gradients accumulated, and that step is planned — with any policy
+// (a test plans tsplit's), though tsplitc and the benchmark use it with
+// modnn only.
 package policy

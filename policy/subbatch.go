@@ -19,9 +19,10 @@ import (
 // accumulated, one optimizer update; the last sub-batch smaller when b
 // does not divide B), and that step is planned with a policy like any
 // other. moDNN's Alg. 1 is the policy it was written for, and the only
-// one tsplitc and tsplitc bench combine it with (Policy.SubBatches);
-// planning another policy's plan of a sub-batched step works the same
-// way but is not tested here.
+// one tsplitc and tsplitc bench combine it with (Policy.SubBatches).
+// Another policy plans a sub-batched step the same way (a test plans
+// one with tsplit), but no front end offers that yet and no test runs
+// such a plan on the device.
 //
 // Eq. 1–3 count what each task reads and writes. Which bytes of a
 // tensor grow with b is exact because the step is also built at B + 1:

@@ -42,7 +42,19 @@ func (e *AllocError) Error() string {
 }
 
 // Alloc returns the offset of a new block of n bytes.
+//
+// An empty block (an empty tensor: ONNX allows shapes such as [4,0])
+// occupies nothing. It takes the offset of a free segment like any
+// block, and its Free leaves a zero-size segment in the list; planned
+// layouts record those offsets, so that behaviour stays. Two cases
+// that used to fail are answered: an empty block in a pool with no
+// free segment (all of it in use, or a pool of 0 bytes) is placed at
+// 0, and the tail is found behind the zero-size segments that a free
+// can leave after it.
 func (b *BestFit) Alloc(n int64) (int64, error) {
+	if n == 0 && len(b.free) == 0 {
+		return 0, nil
+	}
 	best := -1
 	for i, s := range b.free {
 		if s.off+s.size == b.size {
@@ -52,8 +64,8 @@ func (b *BestFit) Alloc(n int64) (int64, error) {
 			best = i
 		}
 	}
-	if best < 0 && len(b.free) > 0 {
-		if t := len(b.free) - 1; b.free[t].off+b.free[t].size == b.size && b.free[t].size >= n {
+	if best < 0 {
+		if t := b.tail(); t >= 0 && b.free[t].size >= n {
 			best = t
 		}
 	}
@@ -66,11 +78,33 @@ func (b *BestFit) Alloc(n int64) (int64, error) {
 		b.free = append(b.free[:best], b.free[best+1:]...)
 	} else {
 		b.free[best] = segment{s.off + n, s.size - n}
+		// Zero-size segments the block now covers would break the
+		// list's order by offset.
+		k := best + 1
+		for k < len(b.free) && b.free[k].size == 0 && b.free[k].off < s.off+n {
+			k++
+		}
+		b.free = append(b.free[:best+1], b.free[k:]...)
 	}
 	b.used += n
 	b.high = max(b.high, b.used)
 	b.reach = max(b.reach, off+n)
 	return off, nil
+}
+
+// tail is the index of the free segment that reaches the end of the
+// pool (-1: none): the last one with bytes. Zero-size segments left by
+// frees of empty blocks may follow it.
+func (b *BestFit) tail() int {
+	for t := len(b.free) - 1; t >= 0; t-- {
+		if s := b.free[t]; s.size > 0 {
+			if s.off+s.size == b.size {
+				return t
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // Free returns a block to the pool.

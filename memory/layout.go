@@ -109,7 +109,9 @@ func (m *Model) Placement(l *Layout) ([]int64, error) {
 		if !ok {
 			return nil, fmt.Errorf("memory: layout has no offset for %s", iv.Name())
 		}
-		if off < 0 || off+iv.Bytes > l.Pool {
+		// off+Bytes could wrap past 2^63 for a crafted offset; compare
+		// without the sum.
+		if off < 0 || iv.Bytes > l.Pool || off > l.Pool-iv.Bytes {
 			return nil, fmt.Errorf("memory: layout puts %s at %d+%d, outside the %d-byte pool", iv.Name(), off, iv.Bytes, l.Pool)
 		}
 		offs[idx] = off
@@ -147,6 +149,9 @@ func DecodeLayout(s string) (*Layout, error) {
 	var l Layout
 	if err := json.Unmarshal([]byte(s), &l); err != nil {
 		return nil, fmt.Errorf("memory: layout metadata is not valid: %v", err)
+	}
+	if l.Pool < 0 {
+		return nil, fmt.Errorf("memory: layout metadata is not valid: pool of %d bytes", l.Pool)
 	}
 	return &l, nil
 }

@@ -2,8 +2,15 @@ package executor
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
 )
 
 // event is signalled when a task completes; err is its outcome.
@@ -21,6 +28,7 @@ func (e *event) wait() error {
 
 // task is one unit of work on a stream.
 type task struct {
+	op   *ir.Op // the op it performs, named by its errors
 	deps []*event
 	run  func() error
 	done *event
@@ -61,12 +69,34 @@ func (s *stream) loop() {
 		}
 		if err == nil {
 			*t.start = time.Since(s.t0)
-			err = t.run()
+			err = t.perform()
 			*t.end = time.Since(s.t0)
 		}
 		t.done.err = err
 		close(t.done.done)
 	}
+}
+
+// perform runs the task, naming its op in any error and turning a
+// panic of the kernel into an error: the stream's goroutine must live
+// on (a panic there would end the process, past any recover of the
+// caller), and the run fails like any failed op.
+func (t *task) perform() (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		stack := debug.Stack()
+		if wp, ok := r.(*kernels.WorkerPanic); ok {
+			r, stack = wp.Value, wp.Stack
+		}
+		err = &OpError{Op: t.op, Err: fmt.Errorf("%v", r), Panic: true, Stack: stack}
+	}()
+	if err := t.run(); err != nil {
+		return &OpError{Op: t.op, Err: err}
+	}
+	return nil
 }
 
 func (s *stream) submit(t *task) { s.tasks <- t }
@@ -82,3 +112,34 @@ type errSkipped struct{ cause error }
 
 func (e errSkipped) Error() string { return e.cause.Error() }
 func (e errSkipped) Unwrap() error { return e.cause }
+
+// OpError is an op that failed at run time: its kernel's error (an index
+// out of range in the data, say), a failed copy, or a panic of its
+// kernel, which is a bug in tsplit rather than in the input.
+type OpError struct {
+	Op  *ir.Op
+	Err error
+	// Panic is set when the kernel panicked; Stack is where.
+	Panic bool
+	Stack []byte
+}
+
+func (e *OpError) Error() string {
+	desc := e.Op.Describe()
+	msg := e.Err.Error()
+	switch {
+	case e.Panic:
+		return fmt.Sprintf("%s: the kernel panicked (a bug in tsplit): %s", desc, msg)
+	case strings.HasPrefix(msg, desc):
+		return msg // kernels name their op already (kernels.Ctx.Errorf)
+	}
+	return desc + ": " + msg
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// IsPanic reports whether err comes from a kernel that panicked.
+func IsPanic(err error) bool {
+	var oe *OpError
+	return errors.As(err, &oe) && oe.Panic
+}

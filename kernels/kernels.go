@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/tsplit/tsplit/ir"
@@ -126,7 +127,11 @@ func WorkspaceBytes(op *ir.Op) int64 {
 var Threads = runtime.GOMAXPROCS(0)
 
 // Parallel splits [0, n) into at most Threads contiguous chunks and runs
-// fn on each concurrently; small n runs inline.
+// fn on each concurrently; small n runs inline. A panic in a chunk is
+// raised again in the caller once every chunk has ended, as a
+// *WorkerPanic: a panic on a worker goroutine would otherwise end the
+// process, past any recover of the caller (the executor turns a
+// kernel's panic into an error naming the op).
 func Parallel(n int, fn func(lo, hi int)) {
 	t := Threads
 	if t > n {
@@ -138,18 +143,39 @@ func Parallel(n int, fn func(lo, hi int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first *WorkerPanic
+	)
 	chunk := (n + t - 1) / t
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { first = &WorkerPanic{Value: r, Stack: debug.Stack()} })
+				}
+			}()
 			fn(lo, hi)
 		}(lo, hi)
 	}
 	wg.Wait()
+	if first != nil {
+		panic(first)
+	}
 }
+
+// WorkerPanic is a panic of one of Parallel's goroutines, carried to
+// the caller with the stack where it happened.
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *WorkerPanic) Error() string { return fmt.Sprint(p.Value) }
 
 // NewTensor allocates a zeroed tensor on the Go heap (tests, constants).
 func NewTensor(dt ir.DType, shape ir.Shape) (*Tensor, error) {

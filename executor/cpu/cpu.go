@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/internal/sysmem"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/kernels"
 )
@@ -24,13 +27,22 @@ type Device struct {
 	CopyBytesPerSec float64
 }
 
-// New allocates a pool of poolBytes.
+// New allocates a pool of poolBytes. A pool larger than the memory the
+// machine has available is refused: allocating it would end the process
+// with Go's fatal out-of-memory error, which nothing can catch.
 func New(poolBytes int64) (*Device, error) {
 	if poolBytes < 0 || poolBytes > MaxPool {
 		return nil, fmt.Errorf("cpu device: pool of %d bytes is outside 0..%d", poolBytes, MaxPool)
 	}
+	if avail, ok := available(); ok && poolBytes > avail {
+		return nil, fmt.Errorf("cpu device: a pool of %s (%d bytes) is more than the %s this machine has available", humanize.IBytes(uint64(poolBytes)), poolBytes, humanize.IBytes(uint64(avail)))
+	}
 	return &Device{pool: make([]byte, poolBytes)}, nil
 }
+
+// available is the machine's available memory (sysmem.Available); a
+// variable so that a test can pose as a smaller machine.
+var available = sysmem.Available
 
 // Name implements executor.Device.
 func (d *Device) Name() string { return "cpu (reference kernels)" }

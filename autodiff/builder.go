@@ -3,6 +3,8 @@ package autodiff
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -35,6 +37,42 @@ func (b *Builder) Fail(format string, args ...any) {
 	if b.err == nil {
 		b.err = fmt.Errorf(format, args...)
 	}
+}
+
+// MaxConstElements bounds the elements of a constant a gradient rule
+// computes at compile time (MaxPool's per-plane offsets, AveragePool's
+// window counts and kernel). Their size follows the model's shapes, so
+// without a bound a huge batch (--batch 4294967296 gives 2^33 MaxPool
+// planes) makes the compiler allocate hundreds of GiB while it builds
+// the training step.
+const MaxConstElements = 1 << 24
+
+// Materialize reports whether a rule of op may compute a constant of
+// dims' product elements (what names it in the error), recording an
+// error otherwise.
+func (b *Builder) Materialize(what string, dims ...int64) bool {
+	n := int64(1)
+	for _, d := range dims {
+		if d < 0 || (d > 0 && n > MaxConstElements/d) {
+			n = MaxConstElements + 1
+			break
+		}
+		n *= d
+	}
+	if n > MaxConstElements {
+		// The rule's caller names the op ("autodiff: gradient of …").
+		b.Fail("needs a compile-time constant (%s) of %s elements, more than the %d tsplit materialises (is the batch or the image absurdly large?)", what, dimsText(dims), int64(MaxConstElements))
+		return false
+	}
+	return true
+}
+
+func dimsText(dims []int64) string {
+	s := make([]string, len(dims))
+	for i, d := range dims {
+		s[i] = strconv.FormatInt(d, 10)
+	}
+	return strings.Join(s, "×")
 }
 
 func (b *Builder) fresh(what string) string {

@@ -413,6 +413,18 @@ func nnFilled(n int, v int64) []int64 {
 // poolTaps counts, per spatial dimension and output coordinate, the
 // window taps that land inside the input (or, with inclPad, inside the
 // padded input, clipped at the end padding as the kernel does).
+// tapsFit checks that poolTaps' tables (and the loop filling them,
+// output positions × kernel taps per axis) stay within the constant
+// bound.
+func tapsFit(b *Builder, win *ir.Window, o []int64) bool {
+	for i := range o {
+		if !b.Materialize("window taps", o[i], win.Kernel[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func poolTaps(win *ir.Window, in, o []int64, inclPad bool) [][]int64 {
 	n := len(in)
 	cnt := make([][]int64, n)
@@ -454,6 +466,9 @@ func maxPoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value
 	}
 	idx := nnForwardOutput(b, op, 1, "indices")
 	if idx == nil {
+		return out
+	}
+	if !b.Materialize("batch × channels plane offsets", x.Shape[0], x.Shape[1]) || !tapsFit(b, win, y.Shape[2:]) {
 		return out
 	}
 	planes := x.Shape[0] * x.Shape[1]
@@ -533,6 +548,9 @@ func averagePoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.V
 	r := len(x.Shape)
 	n := r - 2
 	in, o := []int64(x.Shape[2:]), []int64(y.Shape[2:])
+	if !tapsFit(b, win, o) || !b.Materialize("kernel", win.Kernel...) {
+		return out
+	}
 	cnt := poolTaps(win, in, o, op.AttrInt("count_include_pad", 0) == 1)
 	uniform := true
 	for i := range cnt {
@@ -545,6 +563,9 @@ func averagePoolGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.V
 	if uniform {
 		wv = 1 / float64(nnNumel(win.Kernel))
 	} else {
+		if !b.Materialize("window counts", o...) {
+			return out
+		}
 		inv := make([]float64, nnNumel(o))
 		coord := make([]int64, n)
 		for j := range inv {

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,8 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An 8-byte data file for models declaring more than it holds.
+	ot.WriteBytes(t, dir, "tiny.bin", make([]byte, 8))
 	cases := []struct {
 		name  string
 		model func() []byte
@@ -87,16 +90,71 @@ func TestBadInput(t *testing.T) {
 			m.Graph.Initializer[0] = ot.FloatTensor("b", []int64{3}, []float32{1, 2, 3})
 			return enc(t, m)
 		}, []string{`node "add" (Add)`, "broadcast"}},
+		// Issue 12, item 10: a function calling another ten times, eight
+		// levels deep, is 10^8 nodes from a 2 KB file; it is refused
+		// before anything is copied.
+		{"inline-bomb", func() []byte { return enc(t, inlineBomb(8, 10)) }, []string{"more than 1048576 nodes", "inlined"}},
+		{"inline-recursion", func() []byte {
+			m := inlineBomb(1, 1)
+			m.Functions[1].Node[0].OpType = proto.String("F1") // F1 calls itself
+			return enc(t, m)
+		}, []string{`function "F1" calls itself`}},
+		// An 89-byte model declaring 4 GiB of external weights: checked
+		// against the file's size at import, before anything is sized
+		// after the declaration.
+		{"external-past-file", func() []byte {
+			m := externalModel("tiny.bin")
+			m.Graph.Initializer[0].Dims = []int64{1 << 30}
+			m.Graph.Input[0] = ot.Input("x", ot.Float, "batch", 1<<30)
+			m.Graph.Output[0] = ot.Input("y", ot.Float, "batch", 1<<30)
+			return enc(t, m)
+		}, []string{`initializer "b"`, `"tiny.bin"`, "past its end (8 bytes)"}},
+		{"external-offset-past-file", func() []byte {
+			m := externalModel("tiny.bin")
+			m.Graph.Initializer[0].ExternalData = append(m.Graph.Initializer[0].ExternalData,
+				&onnxpb.StringStringEntryProto{Key: proto.String("offset"), Value: proto.String("9223372036854775800")})
+			return enc(t, m)
+		}, []string{`initializer "b"`, "past its end"}},
+		{"external-folder", func() []byte { return enc(t, externalModel(".")) }, []string{`initializer "b"`, "not a regular file"}},
+		// Issue 12, item 9: training metadata naming values the graph
+		// does not have.
+		{"training-missing-loss", func() []byte {
+			return enc(t, withTraining(`{"loss":"nope","loss_kind":"mse","optimizer":"sgd","params":["b"]}`))
+		}, []string{"tsplit.training", `the loss "nope" is not a graph output`}},
+		{"training-loss-not-scalar", func() []byte {
+			return enc(t, withTraining(`{"loss":"y","loss_kind":"mse","optimizer":"sgd","params":["b"]}`))
+		}, []string{`the loss "y" is f32[2,4]`}},
+		{"training-missing-param", func() []byte {
+			return enc(t, withTraining(`{"loss":"l","loss_kind":"mse","optimizer":"sgd","params":["w"]}`))
+		}, []string{`the parameter "w" is not a graph input`}},
+		{"training-feedback-type", func() []byte {
+			return enc(t, withTraining(`{"loss":"l","loss_kind":"mse","optimizer":"sgd","params":["b"],"feedback":[["y","b"]]}`))
+		}, []string{`"y" (f32[2,4]) is fed back into "b" of another type (f32[4])`}},
+		{"training-feedback-missing", func() []byte {
+			return enc(t, withTraining(`{"loss":"l","loss_kind":"mse","optimizer":"sgd","params":["b"],"feedback":[["gone","b"]]}`))
+		}, []string{`the fed-back value "gone" is not a graph output`}},
+		{"training-labels-missing", func() []byte {
+			return enc(t, withTraining(`{"loss":"l","loss_kind":"mse","labels":"t","optimizer":"sgd","params":["b"]}`))
+		}, []string{`the labels "t" are not a graph input`}},
+		// Issue 12, item 8: an empty batch (--dim batch=0) is refused as
+		// --batch 0 is; empty tensors elsewhere are supported.
+		{"batch-dim-zero", func() []byte { return valid }, []string{`batch dimension "batch" bound to 0`}},
 		{"undefined-output", func() []byte {
 			m := ot.ReluChain()
 			m.Graph.Output[0] = ot.Input("zz", ot.Float, "batch", 4)
 			return enc(t, m)
 		}, []string{`"zz"`, "never defined"}},
 	}
+	// Cases importing with other options than batch 2.
+	optionsOf := map[string]Options{"batch-dim-zero": {Dims: map[string]int64{"batch": 0}}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := ot.WriteBytes(t, dir, c.name+".onnx", c.model())
-			_, err := Import(path, Options{Batch: 2})
+			opts, ok := optionsOf[c.name]
+			if !ok {
+				opts = Options{Batch: 2}
+			}
+			_, err := Import(path, opts)
 			if err == nil {
 				t.Fatalf("Import succeeded, want an error")
 			}
@@ -120,6 +178,48 @@ func enc(t *testing.T, m *onnxpb.ModelProto) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// inlineBomb is x → F<depth> → y where F<k> calls F<k-1> fan times in
+// a chain and F0 is a Relu: fan^depth nodes once inlined.
+func inlineBomb(depth, fan int) *onnxpb.ModelProto {
+	call := func(fn, name, in, out string) *onnxpb.NodeProto {
+		n := ot.Node(fn, name, []string{in}, []string{out})
+		n.Domain = proto.String("bomb")
+		return n
+	}
+	m := ot.Graph([]*onnxpb.NodeProto{call(fmt.Sprintf("F%d", depth), "call", "x", "y")},
+		[]*onnxpb.ValueInfoProto{ot.Input("x", ot.Float, "batch", 4)}, []*onnxpb.ValueInfoProto{ot.Input("y", ot.Float, "batch", 4)})
+	opsets := append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("bomb"), Version: proto.Int64(1)})
+	m.OpsetImport = opsets
+	fn := func(name string, nodes ...*onnxpb.NodeProto) *onnxpb.FunctionProto {
+		return &onnxpb.FunctionProto{Name: proto.String(name), Domain: proto.String("bomb"), Input: []string{"a"}, Output: []string{"b"}, Node: nodes, OpsetImport: opsets}
+	}
+	m.Functions = append(m.Functions, fn("F0", ot.Node("Relu", "r", []string{"a"}, []string{"b"})))
+	for k := 1; k <= depth; k++ {
+		var nodes []*onnxpb.NodeProto
+		prev := "a"
+		for j := range fan {
+			out := fmt.Sprintf("t%d", j)
+			if j == fan-1 {
+				out = "b"
+			}
+			nodes = append(nodes, call(fmt.Sprintf("F%d", k-1), fmt.Sprintf("c%d", j), prev, out))
+			prev = out
+		}
+		m.Functions = append(m.Functions, fn(fmt.Sprintf("F%d", k), nodes...))
+	}
+	return m
+}
+
+// withTraining is ReluChain with a scalar l = ReduceSum(y) output and
+// the given training-step metadata.
+func withTraining(meta string) *onnxpb.ModelProto {
+	m := ot.ReluChain()
+	m.Graph.Node = append(m.Graph.Node, ot.Node("ReduceSum", "sum", []string{"y"}, []string{"l"}, ot.Int("keepdims", 0)))
+	m.Graph.Output = append(m.Graph.Output, ot.Input("l", ot.Float))
+	m.MetadataProps = append(m.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(TrainingKey), Value: proto.String(meta)})
+	return m
 }
 
 func externalModel(location string) *onnxpb.ModelProto {
@@ -195,5 +295,44 @@ func TestOpaqueOpWithValueInfo(t *testing.T) {
 	}
 	if h := im.Graph.Lookup("h"); h.Shape.String() != "[5,4]" {
 		t.Fatalf("opaque output shape %v", h.Shape)
+	}
+}
+
+// A training step whose gradients need a constant sized by the batch
+// (MaxPool's batch × channels plane offsets) is refused with an error
+// naming the op when the batch is absurd; --batch 4294967296 allocated
+// 256 GiB (issue 12, item 10).
+func TestHugeGradientConstantRefused(t *testing.T) {
+	m := ot.Graph(
+		[]*onnxpb.NodeProto{
+			ot.Node("Conv", "conv", []string{"x", "cw"}, []string{"c"}),
+			ot.Node("MaxPool", "pool", []string{"c"}, []string{"p"}, ot.Ints("kernel_shape", 2, 2)),
+			ot.Node("Flatten", "flat", []string{"p"}, []string{"f"}),
+			ot.Node("MatMul", "fc", []string{"f", "w"}, []string{"y"}),
+		},
+		[]*onnxpb.ValueInfoProto{ot.Input("x", ot.Float, "batch", 2, 4, 4)},
+		[]*onnxpb.ValueInfoProto{ot.Input("y", ot.Float, "batch", 3)},
+		ot.FloatTensor("cw", []int64{2, 2, 1, 1}, make([]float32, 4)),
+		ot.FloatTensor("w", []int64{18, 3}, make([]float32, 54)),
+	)
+	path := ot.Write(t, t.TempDir(), "pool.onnx", m)
+	for _, c := range []struct {
+		batch int64
+		want  string // "" : builds
+	}{
+		{4, ""},
+		{1 << 32, `gradient of node "pool" (MaxPool): needs a compile-time constant (batch × channels plane offsets) of 4294967296×2 elements`},
+	} {
+		im, err := Import(path, Options{Batch: c.batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = BuildTrainingStep(im, TrainOptions{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("batch %d: %v", c.batch, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("batch %d: got %v, want an error containing %q", c.batch, err, c.want)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 // folder that holds the model. A location that is absolute, climbs out
 // with "..", or resolves through a symlink to a place outside the
 // folder is refused, so a model cannot make tsplit read arbitrary files.
+// Only regular files are opened: a FIFO would block the import forever
+// and a device could be read without end.
 type dirSource struct{ dir string }
 
 func (d dirSource) resolve(location string) (string, error) {
@@ -43,23 +45,57 @@ func (d dirSource) resolve(location string) (string, error) {
 	return real, nil
 }
 
-func (d dirSource) read(location string, offset, length int64) ([]byte, error) {
+// open opens the external data file of location for reading, checking
+// that it is a regular file holding bytes [offset, offset+length). The
+// mode is checked before the open (which would block on a FIFO) and
+// again on the open file (the path could have been swapped between).
+func (d dirSource) open(location string, offset, length int64) (*os.File, error) {
 	path, err := d.resolve(location)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("external data: %v", err)
+		return nil, fmt.Errorf("external data %q: %v", location, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("external data %q is not a regular file (%v)", location, st.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("external data %q: %v", location, err)
+	}
+	st, err = f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("is not a regular file (%v)", st.Mode().Type())
+	}
+	if err == nil && (offset < 0 || length < 0 || offset > st.Size() || length > st.Size()-offset) {
+		err = fmt.Errorf("bytes %d..%d are past its end (%d bytes)", offset, offset+length, st.Size())
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("external data %q: %v", location, err)
+	}
+	return f, nil
+}
+
+// check is open without the read: import calls it for every external
+// initializer, so that a location the file cannot serve is an error
+// before any memory is sized after the declared shape.
+func (d dirSource) check(location string, offset, length int64) error {
+	f, err := d.open(location, offset, length)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func (d dirSource) read(location string, offset, length int64) ([]byte, error) {
+	f, err := d.open(location, offset, length)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("external data: %v", err)
-	}
-	if offset+length > st.Size() || offset+length < 0 {
-		return nil, fmt.Errorf("external data %q: bytes %d..%d are past its end (%d bytes)", location, offset, offset+length, st.Size())
-	}
 	buf := make([]byte, length)
 	if _, err := f.ReadAt(buf, offset); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("external data %q: %v", location, err)

@@ -153,7 +153,7 @@ func (b *builder) build() (*ir.Model, error) {
 		}
 	}
 
-	nodes, err := newInliner(mp).expand(gp.Node, 0)
+	nodes, err := newInliner(mp).inline(gp.Node)
 	if err != nil {
 		return nil, &Error{Err: err}
 	}
@@ -180,7 +180,9 @@ func (b *builder) build() (*ir.Model, error) {
 	if len(g.Outputs) == 0 {
 		return nil, b.fail("", "graph has no outputs")
 	}
-	markParams(m)
+	if err := markParams(m); err != nil {
+		return nil, b.fail("", "%v", err)
+	}
 	return m, nil
 }
 
@@ -200,7 +202,7 @@ func (b *builder) addInit(g *ir.Graph, tp *onnxpb.TensorProto) (*ir.Value, error
 		// Check external locations now: a bad path is an import error,
 		// not a late surprise.
 		if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
-			if err := b.checkExternal(tp); err != nil {
+			if err := b.checkExternal(tp, size); err != nil {
 				return nil, err
 			}
 		} else if _, err := tensorFromProtoLenOnly(tp, dt, size); err != nil {
@@ -234,21 +236,24 @@ func tensorFromProtoLenOnly(tp *onnxpb.TensorProto, dt ir.DType, size int64) (bo
 	return err == nil, err
 }
 
-func (b *builder) checkExternal(tp *onnxpb.TensorProto) error {
-	for _, kv := range tp.ExternalData {
-		if kv.GetKey() != "location" {
-			continue
-		}
-		ds, ok := b.src.(dirSource)
-		if !ok {
-			return b.fail("", "initializer %q: external data %q but the model was not read from a file", tp.GetName(), kv.GetValue())
-		}
-		if _, err := ds.resolve(kv.GetValue()); err != nil {
-			return b.fail("", "initializer %q: %v", tp.GetName(), err)
-		}
-		return nil
+// checkExternal checks an external initializer against its file: the
+// location stays in the model's folder and names a regular file that
+// holds the size bytes its type and shape need. A tiny model declaring
+// gigabytes of weights it does not have fails here, before anything is
+// sized after the declaration.
+func (b *builder) checkExternal(tp *onnxpb.TensorProto, size int64) error {
+	location, offset, err := externalRef(tp, size)
+	if err != nil {
+		return b.fail("", "initializer %q: %v", tp.GetName(), strings.TrimPrefix(err.Error(), fmt.Sprintf("tensor %q: ", tp.GetName())))
 	}
-	return b.fail("", "initializer %q: external data has no location", tp.GetName())
+	ds, ok := b.src.(dirSource)
+	if !ok {
+		return b.fail("", "initializer %q: external data %q but the model was not read from a file", tp.GetName(), location)
+	}
+	if err := ds.check(location, offset, size); err != nil {
+		return b.fail("", "initializer %q: %v", tp.GetName(), err)
+	}
+	return nil
 }
 
 // valueType converts a declared type to a dtype and a static shape,
@@ -308,6 +313,12 @@ func (b *builder) bind(name string, leading bool) (int64, error) {
 	if n, ok := b.opts.Dims[name]; ok {
 		if n < 0 {
 			return 0, fmt.Errorf("symbolic dimension %q bound to negative %d", name, n)
+		}
+		if n == 0 && leading {
+			// Empty tensors are supported (an ONNX shape may hold a 0),
+			// but an empty batch is a step over no samples: its loss is
+			// 0/0. It is refused like --batch 0.
+			return 0, fmt.Errorf("batch dimension %q bound to 0: a step needs at least one sample", name)
 		}
 		b.dims[name] = n
 		return n, nil
@@ -588,13 +599,18 @@ func deduceAttrType(ap *onnxpb.AttributeProto) ir.AttrType {
 }
 
 // markParams flags the parameters a model declares: graph inputs listed
-// under ir.ParamInputsKey, and the parameters of a training step.
-func markParams(m *ir.Model) {
+// under ir.ParamInputsKey, and the parameters of a training step, whose
+// description must name values of the graph.
+func markParams(m *ir.Model) error {
 	var names []string
 	if s := m.Meta[ir.ParamInputsKey]; s != "" {
 		names = strings.Split(s, ",")
 	}
-	if ti, err := ReadTrainingInfo(m); err == nil && ti != nil {
+	ti, err := ReadTrainingInfo(m)
+	if err != nil {
+		return err
+	}
+	if ti != nil {
 		names = append(names, ti.Params...)
 		for _, fb := range ti.Feedback {
 			out, in := m.Graph.Lookup(fb[0]), m.Graph.Lookup(fb[1])
@@ -608,4 +624,5 @@ func markParams(m *ir.Model) {
 			v.Param = true
 		}
 	}
+	return nil
 }

@@ -13,18 +13,83 @@ import (
 // themselves.
 const maxInlineDepth = 32
 
+// MaxNodes bounds the nodes of a graph once its model-local functions
+// are inlined. Nesting multiplies: a function calling another ten times,
+// nine levels deep, turns a 2 KB file into a billion nodes, so the
+// count is taken before anything is copied. The largest real exports
+// (BERT-large, GPT-2 XL) have tens of thousands of nodes.
+const MaxNodes = 1 << 20
+
 // inliner expands calls of model-local functions into their bodies.
 // Functions whose op is in tsplit's op table (tsplit's own domain, for
 // instance) are kept as ops: the runtime implements them directly.
 type inliner struct {
 	funcs map[string]*onnxpb.FunctionProto
 	n     int // counter for unique names of inlined values
+	// sizes memoizes count per function; active marks the functions
+	// being counted (a call to one of them is recursion).
+	sizes  map[string]int
+	active map[string]bool
+}
+
+// callee is the function a node calls, or nil when the node is an op.
+func (in *inliner) callee(n *onnxpb.NodeProto) *onnxpb.FunctionProto {
+	f := in.funcs[funcKey(n.GetDomain(), n.GetOpType())]
+	if f == nil || ir.LookupSchema(n.GetDomain(), n.GetOpType()) != nil {
+		return nil
+	}
+	return f
+}
+
+// count is how many nodes nodes become once inlined, saturating just
+// past MaxNodes so that it never overflows and stops early.
+func (in *inliner) count(nodes []*onnxpb.NodeProto) (int, error) {
+	total := 0
+	for _, n := range nodes {
+		f := in.callee(n)
+		if f == nil {
+			total++
+		} else {
+			k := funcKey(f.GetDomain(), f.GetName())
+			size, done := in.sizes[k]
+			if !done {
+				if in.active[k] {
+					return 0, fmt.Errorf("%s: model-local function %q calls itself (directly or through other functions), which cannot be inlined", nodeDesc(n.GetName(), n.GetDomain(), n.GetOpType()), f.GetName())
+				}
+				in.active[k] = true
+				var err error
+				if size, err = in.count(f.Node); err != nil {
+					return 0, err
+				}
+				delete(in.active, k)
+				in.sizes[k] = size
+			}
+			total += size
+		}
+		if total > MaxNodes {
+			return MaxNodes + 1, nil
+		}
+	}
+	return total, nil
+}
+
+// inline expands the graph's function calls after checking that the
+// result stays within MaxNodes.
+func (in *inliner) inline(nodes []*onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	n, err := in.count(nodes)
+	if err != nil {
+		return nil, err
+	}
+	if n > MaxNodes {
+		return nil, fmt.Errorf("the graph has more than %d nodes once its model-local functions are inlined (functions calling functions multiply); tsplit refuses it", MaxNodes)
+	}
+	return in.expand(nodes, 0)
 }
 
 func funcKey(domain, name string) string { return domain + ":" + name }
 
 func newInliner(m *onnxpb.ModelProto) *inliner {
-	in := &inliner{funcs: map[string]*onnxpb.FunctionProto{}}
+	in := &inliner{funcs: map[string]*onnxpb.FunctionProto{}, sizes: map[string]int{}, active: map[string]bool{}}
 	for _, f := range m.Functions {
 		in.funcs[funcKey(f.GetDomain(), f.GetName())] = f
 	}
@@ -34,8 +99,8 @@ func newInliner(m *onnxpb.ModelProto) *inliner {
 func (in *inliner) expand(nodes []*onnxpb.NodeProto, depth int) ([]*onnxpb.NodeProto, error) {
 	var out []*onnxpb.NodeProto
 	for _, n := range nodes {
-		f := in.funcs[funcKey(n.GetDomain(), n.GetOpType())]
-		if f == nil || ir.LookupSchema(n.GetDomain(), n.GetOpType()) != nil {
+		f := in.callee(n)
+		if f == nil {
 			out = append(out, n)
 			continue
 		}

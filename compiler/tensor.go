@@ -136,6 +136,19 @@ func typedData(tp *onnxpb.TensorProto, dt ir.DType, n, want int64) ([]byte, erro
 }
 
 func readExternal(tp *onnxpb.TensorProto, src dataSource, want int64) ([]byte, error) {
+	location, offset, err := externalRef(tp, want)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, fmt.Errorf("tensor %q: external data %q but the model was not read from a file", tp.GetName(), location)
+	}
+	return src.read(location, offset, want)
+}
+
+// externalRef reads an external tensor's location and offset, checking
+// that a declared length is the want bytes its type and shape need.
+func externalRef(tp *onnxpb.TensorProto, want int64) (string, int64, error) {
 	var location string
 	offset, length := int64(0), int64(-1)
 	for _, kv := range tp.ExternalData {
@@ -149,17 +162,14 @@ func readExternal(tp *onnxpb.TensorProto, src dataSource, want int64) ([]byte, e
 			_, err = fmt.Sscan(kv.GetValue(), &length)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tensor %q: external data %s %q is not a number", tp.GetName(), kv.GetKey(), kv.GetValue())
+			return "", 0, fmt.Errorf("tensor %q: external data %s %q is not a number", tp.GetName(), kv.GetKey(), kv.GetValue())
 		}
 	}
 	if location == "" {
-		return nil, fmt.Errorf("tensor %q: external data has no location", tp.GetName())
+		return "", 0, fmt.Errorf("tensor %q: external data has no location", tp.GetName())
 	}
 	if offset < 0 || (length >= 0 && length != want) {
-		return nil, fmt.Errorf("tensor %q: external data offset %d length %d does not fit its %d bytes", tp.GetName(), offset, length, want)
+		return "", 0, fmt.Errorf("tensor %q: external data offset %d length %d does not fit its %d bytes", tp.GetName(), offset, length, want)
 	}
-	if src == nil {
-		return nil, fmt.Errorf("tensor %q: external data %q but the model was not read from a file", tp.GetName(), location)
-	}
-	return src.read(location, offset, want)
+	return location, offset, nil
 }

@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,9 +53,69 @@ type TrainingInfo struct {
 }
 
 // ReadTrainingInfo returns a model's training-step description, or nil
-// when it is not a training step.
+// when it is not a training step. The description comes from the file,
+// so every value it names is checked to be in the graph, where the
+// runtime will look for it (see check).
 func ReadTrainingInfo(m *ir.Model) (*TrainingInfo, error) {
-	return readMeta[TrainingInfo](m, TrainingKey)
+	ti, err := readMeta[TrainingInfo](m, TrainingKey)
+	if err != nil || ti == nil {
+		return nil, err
+	}
+	if err := ti.check(m.Graph); err != nil {
+		return nil, fmt.Errorf("metadata %s: %v", TrainingKey, err)
+	}
+	return ti, nil
+}
+
+// check says whether the values ti names are where a training step has
+// them: the loss and the gradients are graph outputs, the labels a
+// graph input, every parameter an input or initializer, and each
+// feedback pair an output that replaces an input of the same type.
+func (ti *TrainingInfo) check(g *ir.Graph) error {
+	isOutput := func(name string) *ir.Value {
+		for _, v := range g.Outputs {
+			if v.Name == name {
+				return v
+			}
+		}
+		return nil
+	}
+	isInput := func(name string) *ir.Value {
+		if v := g.Lookup(name); v != nil && v.Kind != ir.KindOp {
+			return v
+		}
+		return nil
+	}
+	if v := isOutput(ti.Loss); v == nil {
+		return fmt.Errorf("the loss %q is not a graph output", ti.Loss)
+	} else if n, _ := v.Shape.NumElements(); n != 1 || !v.DType.IsFloat() {
+		return fmt.Errorf("the loss %q is %v%v, not one floating-point value", ti.Loss, v.DType, v.Shape)
+	}
+	if ti.Labels != "" && isInput(ti.Labels) == nil {
+		return fmt.Errorf("the labels %q are not a graph input", ti.Labels)
+	}
+	for _, p := range ti.Params {
+		if isInput(p) == nil {
+			return fmt.Errorf("the parameter %q is not a graph input or initializer", p)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(ti.Grads)) {
+		if isOutput(ti.Grads[name]) == nil {
+			return fmt.Errorf("the gradient %q of %q is not a graph output", ti.Grads[name], name)
+		}
+	}
+	for _, fb := range ti.Feedback {
+		out, in := isOutput(fb[0]), isInput(fb[1])
+		switch {
+		case out == nil:
+			return fmt.Errorf("the fed-back value %q is not a graph output", fb[0])
+		case in == nil:
+			return fmt.Errorf("%q is fed back into %q, which is not a graph input or initializer", fb[0], fb[1])
+		case out.DType != in.DType || !out.Shape.Equal(in.Shape):
+			return fmt.Errorf("%q (%v%v) is fed back into %q of another type (%v%v)", fb[0], out.DType, out.Shape, fb[1], in.DType, in.Shape)
+		}
+	}
+	return nil
 }
 
 // readMeta decodes the JSON a pass recorded in the model's metadata

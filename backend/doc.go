@@ -6,6 +6,13 @@
 // model, so an untouched model written back is the same model. Encoding
 // is deterministic: the same IR always gives the same bytes.
 //
+// Every file tsplit writes goes through this package (output.go): only
+// regular files are written (folders, devices, FIFOs are refused; a
+// symlink is followed to the file it names), never the files the model
+// was read from, atomically through a temporary file that an error or
+// a cancelled context removes, with the umask's mode. A model with
+// external data written to another folder gets its own data file.
+//
 // backend/cuda holds the native CUDA execution plan and its runtime,
 // behind the "cuda" build tag.
 package backend

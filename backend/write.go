@@ -1,8 +1,9 @@
 package backend
 
 import (
+	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 
@@ -58,44 +59,50 @@ func Marshal(m *ir.Model) ([]byte, error) {
 
 // WriteFile writes the model to path atomically: the bytes go to a
 // temporary file in the same folder that is renamed into place, so a
-// failure never leaves a partial output file.
+// failure never leaves a partial output file. See WriteFileContext.
 func WriteFile(m *ir.Model, path string) error {
-	data, err := Marshal(m)
+	return WriteFileContext(context.Background(), m, path)
+}
+
+// WriteFileContext writes the model to path (CheckOutput says which
+// paths it refuses; the files the model was read from are among them)
+// and gives up, leaving nothing behind, once ctx is done. A model whose
+// weights are external data and that is written to another folder than
+// the one it was read from gets its own data file, path + ".data",
+// beside it: locations are relative to the model's folder.
+func WriteFileContext(ctx context.Context, m *ir.Model, path string) error {
+	inputs := InputFiles(m)
+	dst, err := CheckOutput(path, inputs...)
+	if err != nil {
+		return err
+	}
+	mp, err := ToProto(m)
 	if err != nil {
 		return fmt.Errorf("backend: %s: %v", path, err)
 	}
-	return WriteBytesAtomic(path, data)
-}
-
-// WriteBytesAtomic writes data to path through a temporary file and a
-// rename.
-func WriteBytesAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if m.Path != "" && !sameFolder(dst, m.Path) {
+		dataPath, err := CheckOutput(dst+".data", inputs...)
+		if err != nil {
+			return err
+		}
+		ext, err := relocate(m, mp, filepath.Base(dataPath))
+		if err != nil {
+			return err
+		}
+		if len(ext) > 0 {
+			if err := writeAtomic(ctx, dataPath, func(w io.Writer) error { return writeData(w, ext) }); err != nil {
+				return err
+			}
+		}
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(mp)
 	if err != nil {
-		return fmt.Errorf("backend: %v", err)
+		return fmt.Errorf("backend: %s: %v", path, err)
 	}
-	name := tmp.Name()
-	// CreateTemp makes 0600 files; an output model is an ordinary file.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("backend: %v", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("backend: writing %s: %v", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("backend: writing %s: %v", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("backend: %v", err)
-	}
-	return nil
+	return writeAtomic(ctx, dst, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // addTsplitFunctions gives every tsplit-domain op the model uses a

@@ -3,6 +3,7 @@ package autodiff
 import (
 	"fmt"
 
+	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -125,7 +126,7 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 		}
 		r, ok := rules.Of(op)
 		if !ok {
-			return nil, fmt.Errorf("autodiff: %s: %w for %s", op.Describe(), ErrNoRule, op.QualifiedType())
+			return nil, fmt.Errorf("autodiff: %s: %w for %s", op.Describe(), ErrNoRule, quote.Name(op.QualifiedType()))
 		}
 		dx := r(b, op, dy, need)
 		if err := b.Err(); err != nil {

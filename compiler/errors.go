@@ -1,6 +1,10 @@
 package compiler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/internal/quote"
+)
 
 // Error is a frontend error: which file, which node (if any), and why.
 type Error struct {
@@ -27,6 +31,7 @@ func nodeDesc(name, domain, opType string) string {
 	if domain != "" && domain != "ai.onnx" {
 		t = domain + ":" + opType
 	}
+	t = quote.Name(t) // from the model, like the name
 	if name == "" {
 		return fmt.Sprintf("unnamed node (%s)", t)
 	}

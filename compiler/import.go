@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/graph/simple"
 	"gonum.org/v1/gonum/graph/topo"
 
+	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/onnxpb"
 )
@@ -504,11 +505,11 @@ func (b *builder) addNode(g *ir.Graph, n *onnxpb.NodeProto) error {
 			}
 			vi, ok := b.info[v.Name]
 			if !ok {
-				return b.fail(desc, "operator %s is not supported by tsplit and value_info does not give the type of its output %q", op.QualifiedType(), v.Name)
+				return b.fail(desc, "operator %s is not supported by tsplit and value_info does not give the type of its output %q", quote.Name(op.QualifiedType()), v.Name)
 			}
 			dt, shape, err := b.valueType(vi, false)
 			if err != nil {
-				return b.fail(desc, "operator %s is not supported and the value_info of its output %q is not static: %v", op.QualifiedType(), v.Name, err)
+				return b.fail(desc, "operator %s is not supported and the value_info of its output %q is not static: %v", quote.Name(op.QualifiedType()), v.Name, err)
 			}
 			v.DType, v.Shape = dt, shape
 		}

@@ -1,6 +1,10 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/internal/quote"
+)
 
 // MaxFoldElements bounds the size of tensors folded at compile time.
 // Shape arithmetic is tiny; anything bigger is real computation that
@@ -113,7 +117,7 @@ func (c *InferCtx) AllConst() bool {
 func Infer(op *Op, opset int64) ([]DType, []Shape, []*Tensor, error) {
 	s := LookupSchema(op.Domain, op.Type)
 	if s == nil {
-		return nil, nil, nil, fmt.Errorf("%s: operator %s is not in tsplit's op table", op.Describe(), op.QualifiedType())
+		return nil, nil, nil, fmt.Errorf("%s: operator %s is not in tsplit's op table", op.Describe(), quote.Name(op.QualifiedType()))
 	}
 	if err := s.CheckSignature(op); err != nil {
 		return nil, nil, nil, err

@@ -1,6 +1,10 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tsplit/tsplit/internal/quote"
+)
 
 // OpID is a dense per-graph identifier of an op.
 type OpID int32
@@ -197,10 +201,12 @@ func (o *Op) QualifiedType() string { return qualified(o.Domain, o.Type) }
 
 // Describe names the op for error messages: its node name and type.
 func (o *Op) Describe() string {
+	// The type comes from the model too: quoted when it is not plain
+	// text, as the name always is.
 	if o.Name != "" {
-		return fmt.Sprintf("node %q (%s)", o.Name, o.QualifiedType())
+		return fmt.Sprintf("node %q (%s)", o.Name, quote.Name(o.QualifiedType()))
 	}
-	return fmt.Sprintf("node #%d (%s)", o.ID, o.QualifiedType())
+	return fmt.Sprintf("node #%d (%s)", o.ID, quote.Name(o.QualifiedType()))
 }
 
 func (o *Op) String() string { return fmt.Sprintf("op%d:%s", o.ID, o.QualifiedType()) }

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -101,7 +102,7 @@ func Lookup(domain, typ string) *Kernel {
 func Supported(op *ir.Op) error {
 	k := Lookup(op.Domain, op.Type)
 	if k == nil {
-		return fmt.Errorf("%s: no kernel for %s in the reference runtime", op.Describe(), op.QualifiedType())
+		return fmt.Errorf("%s: no kernel for %s in the reference runtime", op.Describe(), quote.Name(op.QualifiedType()))
 	}
 	if len(k.DTypes) > 0 && op.Input(0) != nil {
 		dt := op.Input(0).DType
@@ -110,7 +111,7 @@ func Supported(op *ir.Op) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s: the reference kernel of %s does not support element type %v", op.Describe(), op.QualifiedType(), dt)
+		return fmt.Errorf("%s: the reference kernel of %s does not support element type %v", op.Describe(), quote.Name(op.QualifiedType()), dt)
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func EvalOpset(op *ir.Op, opset int64, in []*Tensor, step int64) ([]*Tensor, err
 func evalKernel(op *ir.Op, opset int64, in []*Tensor, step int64) ([]*Tensor, error) {
 	k := Lookup(op.Domain, op.Type)
 	if k == nil {
-		return nil, fmt.Errorf("%s: no kernel for %s in the reference runtime", op.Describe(), op.QualifiedType())
+		return nil, fmt.Errorf("%s: no kernel for %s in the reference runtime", op.Describe(), quote.Name(op.QualifiedType()))
 	}
 	out := make([]*Tensor, len(op.Outputs()))
 	for i, v := range op.Outputs() {

@@ -105,16 +105,25 @@ func (e *InfeasibleError) Error() string {
 
 func (e *InfeasibleError) Unwrap() error { return e.Err }
 
-// PanicError is a planner or policy that panicked. Plan reports it as
-// an error so that one bad plan does not end a program planning many
-// (the benchmark); Stack says where it happened.
+// PanicError is a planner or policy that panicked, or a kernel that
+// panicked while Run executed its op: a bug in tsplit, not in the input.
+// Plan and Run report it as an error so that one bad plan does not end a
+// program planning many (the benchmark); Stack says where it happened.
 type PanicError struct {
 	Policy string
-	Value  any
-	Stack  []byte
+	// Op describes the op whose kernel panicked ("" for a planner
+	// panic).
+	Op    string
+	Value any
+	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("policy %s panicked: %v", e.Policy, e.Value) }
+func (e *PanicError) Error() string {
+	if e.Op != "" {
+		return fmt.Sprintf("%s: the kernel panicked: %v", e.Op, e.Value)
+	}
+	return fmt.Sprintf("policy %s panicked: %v", e.Policy, e.Value)
+}
 
 // planError turns a failed plan of the step in file into an
 // InfeasibleError when it is about the budget: the planner's own

@@ -141,10 +141,22 @@ func importOptions(batch int64, dims map[string]int64) (compiler.Options, error)
 	return compiler.Options{Batch: batch, Dims: maps.Clone(dims)}, nil
 }
 
+// trainOptions checks the options of a training step: a *UsageError
+// naming the field (Train.LR, say).
+func trainOptions(o TrainOptions) error {
+	if field, err := o.Check(); err != nil {
+		return &UsageError{Option: "Train." + field, Err: err}
+	}
+	return nil
+}
+
 // planOptions checks the planning options, before any model is read,
 // and returns the policy — looked up by name here, once — and the
 // planner's options.
 func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
+	if err := trainOptions(o.Train); err != nil {
+		return nil, nil, err
+	}
 	prof := o.Profile
 	if prof == nil {
 		var err error

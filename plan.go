@@ -2,6 +2,7 @@ package tsplit
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"time"
 
@@ -137,6 +138,12 @@ func TrainFile(ctx context.Context, path string, opts Options) (*ir.Model, *Trai
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := trainOptions(opts.Train); err != nil {
+		return nil, nil, err
+	}
+	if err := checkOutput(opts.Output, path); err != nil {
+		return nil, nil, err
+	}
 	pr := &progress{fn: opts.Progress}
 	m, err := load(ctx, path, iopts, pr)
 	if err != nil {
@@ -155,15 +162,35 @@ func TrainFile(ctx context.Context, path string, opts Options) (*ir.Model, *Trai
 }
 
 // WriteModel writes a model as ONNX, atomically: the same model always
-// gives the same bytes.
-func WriteModel(m *ir.Model, path string) error { return backend.WriteFile(m, path) }
+// gives the same bytes. It writes only regular files, never one the
+// model was read from (a *UsageError for Output otherwise), and gives
+// the model its own external data file when it is written to another
+// folder than its source's (backend.WriteFileContext).
+func WriteModel(m *ir.Model, path string) error { return write(context.Background(), m, path, nil) }
+
+// checkOutput refuses an output path before any work: one that is not a
+// regular file, or the input model itself (its external data files are
+// checked when the model is written).
+func checkOutput(path, input string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := backend.CheckOutput(path, input); err != nil {
+		return &UsageError{Option: "Output", Err: err}
+	}
+	return nil
+}
 
 func write(ctx context.Context, m *ir.Model, path string, pr *progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	pr.report(Progress{Stage: StageWrite})
-	if err := WriteModel(m, path); err != nil {
+	if err := backend.WriteFileContext(ctx, m, path); err != nil {
+		var oe *backend.OutputError
+		if errors.As(err, &oe) {
+			return &UsageError{Option: "Output", Err: err}
+		}
 		return err
 	}
 	pr.report(Progress{Stage: StageWrite, Fraction: 1})
@@ -180,6 +207,9 @@ func PlanFile(ctx context.Context, path string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if _, _, err := opts.planOptions(); err != nil {
+		return nil, err
+	}
+	if err := checkOutput(opts.Output, path); err != nil {
 		return nil, err
 	}
 	pr := &progress{fn: opts.Progress}

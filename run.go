@@ -158,6 +158,8 @@ func (o *RunOptions) check() error {
 		return usage("Iters", "must be positive, got %d", o.Iters)
 	case o.Pool < 0:
 		return usage("Pool", "must not be negative, got %d", o.Pool)
+	case o.Train != nil:
+		return trainOptions(*o.Train)
 	}
 	return nil
 }
@@ -177,6 +179,11 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	fail := func(err error) (*RunResult, error) {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, withFile(m.Path, err)
+		}
+		var oe *executor.OpError
+		if errors.As(err, &oe) && oe.Panic {
+			// A kernel's panic is tsplit's bug, not the model's.
+			return nil, withFile(m.Path, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
 		}
 		return nil, inputError(m.Path, err)
 	}

@@ -44,7 +44,7 @@ import (
 // its folder must exist when the write happens.
 func CheckOutput(path string, protect ...string) (string, error) {
 	if path == "" {
-		return "", errors.New("backend: no output path")
+		return "", &OutputError{Reason: "no output path"}
 	}
 	dst := path
 	lst, err := os.Lstat(path)
@@ -52,28 +52,42 @@ func CheckOutput(path string, protect ...string) (string, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return dst, nil
 	case err != nil:
-		return "", fmt.Errorf("backend: output %s: %v", path, err)
+		return "", &OutputError{Path: path, Reason: err.Error()}
 	case lst.Mode()&fs.ModeSymlink != 0:
 		if dst, err = filepath.EvalSymlinks(path); err != nil {
-			return "", fmt.Errorf("backend: output %s is a symlink to a missing or unreadable file: %v", path, err)
+			return "", &OutputError{Path: path, Reason: fmt.Sprintf("is a symlink to a missing or unreadable file (%v)", err)}
 		}
 	}
 	st, err := os.Stat(dst)
 	if err != nil {
-		return "", fmt.Errorf("backend: output %s: %v", path, err)
+		return "", &OutputError{Path: path, Reason: err.Error()}
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("backend: output %s is %s, not a regular file: tsplit writes only regular files", path, kindOf(st.Mode()))
+		return "", &OutputError{Path: path, Reason: "is " + kindOf(st.Mode()) + ", not a regular file: tsplit writes only regular files"}
 	}
 	for _, p := range protect {
 		if p == "" {
 			continue
 		}
 		if ps, err := os.Stat(p); err == nil && os.SameFile(st, ps) {
-			return "", fmt.Errorf("backend: output %s is the input %s: writing it would destroy what is being read", path, p)
+			return "", &OutputError{Path: path, Reason: fmt.Sprintf("is the input %s: writing it would destroy what is being read", p)}
 		}
 	}
 	return dst, nil
+}
+
+// OutputError is a path CheckOutput refuses: a mistake in what the
+// caller asked for, which a command line reports as a usage error.
+type OutputError struct {
+	Path   string
+	Reason string
+}
+
+func (e *OutputError) Error() string {
+	if e.Path == "" {
+		return "backend: " + e.Reason
+	}
+	return fmt.Sprintf("backend: output %s %s", e.Path, e.Reason)
 }
 
 // kindOf names a file type for the refusal message.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -27,6 +28,32 @@ type TrainOptions struct {
 	// KeepGrads makes every parameter gradient a graph output (always
 	// so with optimizer "none").
 	KeepGrads bool
+}
+
+// Check names the first option that cannot be right (an unknown loss or
+// optimizer, a learning rate, momentum or weight decay that is negative
+// or not finite) and says why; "" and nil when all are fine. It is the
+// caller's mistake, found before any model is read.
+func (o TrainOptions) Check() (field string, err error) {
+	switch o.Loss {
+	case "", "auto", "cross-entropy", "mse", "none":
+	default:
+		return "Loss", fmt.Errorf("unknown loss %q (auto, cross-entropy, mse, none)", o.Loss)
+	}
+	switch o.Optimizer {
+	case "", "sgd", "momentum", "adam", "none":
+	default:
+		return "Optimizer", fmt.Errorf("unknown optimizer %q (sgd, momentum, adam, none)", o.Optimizer)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"LR", o.LR}, {"Momentum", o.Momentum}, {"Beta1", o.Beta1}, {"Beta2", o.Beta2}, {"Eps", o.Eps}, {"WeightDecay", o.WeightDecay}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return f.name, fmt.Errorf("must be a finite number >= 0, got %v", f.v)
+		}
+	}
+	return "", nil
 }
 
 // TrainingKey is the model metadata key describing a training step

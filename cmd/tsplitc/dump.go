@@ -1,11 +1,13 @@
 package main
 
 import (
-	"context"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -21,7 +23,7 @@ func newDumpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := tsplit.Load(context.Background(), args[0], opts)
+			m, err := tsplit.Load(cmd.Context(), args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -30,7 +32,15 @@ func newDumpCmd() *cobra.Command {
 					return err
 				}
 			}
-			return ir.DumpModel(cmd.OutOrStdout(), m) // ir.Parse reads it back
+			// Op types come from the model unquoted: their control
+			// characters are escaped before they reach the terminal
+			// (text without them is what ir.Parse reads back).
+			var b strings.Builder
+			if err := ir.DumpModel(&b, m); err != nil {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), quote.Controls(b.String()))
+			return err
 		},
 	}
 	f.register(cmd.Flags())

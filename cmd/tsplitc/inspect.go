@@ -1,12 +1,14 @@
 package main
 
 import (
-	"context"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
 )
 
@@ -22,7 +24,7 @@ func newInspectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := tsplit.Load(context.Background(), args[0], opts)
+			m, err := tsplit.Load(cmd.Context(), args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -30,8 +32,12 @@ func newInspectCmd() *cobra.Command {
 			if of.json {
 				return writeJSON(cmd.OutOrStdout(), inspectJSONOf(s))
 			}
-			s.Print(cmd.OutOrStdout())
-			return nil
+			// Names and op types come from the model: their control
+			// characters are escaped before they reach the terminal.
+			var b strings.Builder
+			s.Print(&b)
+			_, err = io.WriteString(cmd.OutOrStdout(), quote.Controls(b.String()))
+			return err
 		},
 	}
 	f.register(cmd.Flags())

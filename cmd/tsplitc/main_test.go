@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/exit"
 	ot "github.com/tsplit/tsplit/internal/onnxtest"
 	"github.com/tsplit/tsplit/policy"
 )
@@ -21,9 +22,16 @@ import (
 // child sees TSPLITC_MAIN=1 and runs main with the given arguments, so
 // exit statuses and stderr are the ones a user gets.
 func TestMain(m *testing.M) {
-	if os.Getenv("TSPLITC_MAIN") == "1" {
+	switch os.Getenv("TSPLITC_MAIN") {
+	case "1":
 		main()
 		os.Exit(0)
+	case "test-commands":
+		// main's own code path, with the commands hardening_test.go
+		// needs to reach the ends a user should never see.
+		root := newRootCmd()
+		root.AddCommand(testCommands()...)
+		os.Exit(exit.Guard(os.Stderr, os.Args, func() int { return execute(root, os.Args, os.Stderr) }))
 	}
 	os.Exit(m.Run())
 }

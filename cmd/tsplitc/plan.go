@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
@@ -69,9 +69,7 @@ func (f *planFlags) options() (tsplit.Options, error) {
 	if f.out == "" {
 		return tsplit.Options{}, usageError{fmt.Errorf("planning needs -o FILE (or use --run, inspect, train)")}
 	}
-	if err := checkReportPath(f.report); err != nil {
-		return tsplit.Options{}, err
-	}
+
 	opts, err := f.importFlags.options()
 	if err != nil {
 		return opts, err
@@ -115,9 +113,12 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkReportPath(f.report, path); err != nil {
+		return err
+	}
 	var done func()
 	opts.Progress, done = progressBar(f.quiet)
-	res, err := tsplit.PlanFile(context.Background(), path, opts)
+	res, err := tsplit.PlanFile(cmd.Context(), path, opts)
 	done()
 	if f.times && res != nil {
 		if err := passes.WriteTimings(cmd.ErrOrStderr(), res.Passes); err != nil {
@@ -128,7 +129,7 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 		return err
 	}
 	if f.report != "" {
-		if err := writeReport(f.report, res.Report); err != nil {
+		if err := writeReport(cmd.Context(), f.report, res.Report, backend.InputFiles(res.Model)); err != nil {
 			return err
 		}
 	}

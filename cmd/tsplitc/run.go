@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/internal/quote"
 )
 
 // runFlags are the flags of `tsplitc run` (and of the root's --run).
@@ -95,7 +95,7 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	var done func()
 	opts.Progress, done = progressBar(f.quiet || f.iters == 1)
-	res, err := tsplit.RunFile(context.Background(), path, opts)
+	res, err := tsplit.RunFile(cmd.Context(), path, opts)
 	done()
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 		return nil
 	}
 	for _, o := range res.Outputs {
-		fmt.Fprintf(w, "output       %s %v%v %s\n", o.Name, o.DType, o.Shape, preview(&o))
+		fmt.Fprintf(w, "output       %s %v%v %s\n", quote.Name(o.Name), o.DType, o.Shape, preview(&o))
 	}
 	return nil
 }

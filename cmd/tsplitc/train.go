@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -29,7 +28,7 @@ func newTrainCmd() *cobra.Command {
 				return err
 			}
 			opts.Train, opts.Output = tf.opts, out
-			m, ti, err := tsplit.TrainFile(context.Background(), args[0], opts)
+			m, ti, err := tsplit.TrainFile(cmd.Context(), args[0], opts)
 			if err != nil {
 				return err
 			}

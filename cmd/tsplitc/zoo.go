@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,14 +38,14 @@ func newZooCmd() *cobra.Command {
 					path := filepath.Join(out, name+"-small.onnx")
 					c := zoo.SmallConfig(name)
 					c.WeightsAsInputs = cfg.WeightsAsInputs
-					if err := writeZoo(name, c, path); err != nil {
+					if err := writeZoo(cmd.Context(), name, c, path); err != nil {
 						return err
 					}
 					fmt.Fprintln(cmd.OutOrStdout(), path)
 				}
 				return nil
 			}
-			if len(args) != 1 {
+			if len(args) != 1 || !slices.Contains(zoo.Names(), args[0]) {
 				return usageError{fmt.Errorf("zoo takes one model name (%s)", strings.Join(zoo.Names(), ", "))}
 			}
 			c := cfg
@@ -51,7 +53,7 @@ func newZooCmd() *cobra.Command {
 				c = zoo.SmallConfig(args[0])
 				c.WeightsAsInputs = cfg.WeightsAsInputs
 			}
-			return writeZoo(args[0], c, out)
+			return writeZoo(cmd.Context(), args[0], c, out)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (folder with --all)")
@@ -68,7 +70,7 @@ func newZooCmd() *cobra.Command {
 	return cmd
 }
 
-func writeZoo(name string, cfg zoo.Config, path string) error {
+func writeZoo(ctx context.Context, name string, cfg zoo.Config, path string) error {
 	mp, err := zoo.Build(name, cfg)
 	if err != nil {
 		return err
@@ -77,5 +79,5 @@ func writeZoo(name string, cfg zoo.Config, path string) error {
 	if err != nil {
 		return err
 	}
-	return backend.WriteBytesAtomic(path, data)
+	return backend.WriteBytesContext(ctx, path, data)
 }

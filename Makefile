@@ -3,7 +3,7 @@
 #   make build         build bin/tsplitc
 #   make test          install test oracles if missing, export torch models, run all tests
 #   make bench         benchmarks (go test -bench)
-#   make fuzz          fuzz the ONNX decoder (FUZZTIME=60s by default)
+#   make fuzz          fuzz the ONNX decoder and the runtime (FUZZTIME=60s each by default)
 #   make lint          go vet + gofmt check
 #   make proto         regenerate onnxpb/onnx.pb.go from onnxpb/onnx.proto
 #   make models        regenerate the small zoo models in testdata/onnx
@@ -34,7 +34,8 @@ torch-models: deps
 	$(PYTHON) scripts/export_torch_models.py testdata/torch
 
 # The whole suite: oracles installed by the project's own script, real
-# PyTorch exports, every Go test, and a short fuzz run of the decoder.
+# PyTorch exports, every Go test, and a short fuzz run of the decoder
+# and the runtime.
 test: torch-models
 	TSPLIT_REQUIRE_ORACLES=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
 	$(MAKE) fuzz FUZZTIME=5s
@@ -43,8 +44,11 @@ test: torch-models
 test-go:
 	$(GO) test ./...
 
+# The decoder and frontend on arbitrary bytes; the runtime on random
+# small graphs of supported ops with random data (executor/cpu FuzzRun).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./executor/cpu
 
 bench:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...

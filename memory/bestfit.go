@@ -47,14 +47,11 @@ func (e *AllocError) Error() string {
 // occupies nothing. It takes the offset of a free segment like any
 // block, and its Free leaves a zero-size segment in the list; planned
 // layouts record those offsets, so that behaviour stays. Two cases
-// that used to fail are answered: an empty block in a pool with no
-// free segment (all of it in use, or a pool of 0 bytes) is placed at
-// 0, and the tail is found behind the zero-size segments that a free
-// can leave after it.
+// that used to fail are answered: an empty block no segment serves (all
+// of the pool in use, a pool of 0 bytes) is placed at 0, and the tail
+// is found behind the zero-size segments that a free can leave after
+// it.
 func (b *BestFit) Alloc(n int64) (int64, error) {
-	if n == 0 && len(b.free) == 0 {
-		return 0, nil
-	}
 	best := -1
 	for i, s := range b.free {
 		if s.off+s.size == b.size {
@@ -70,6 +67,9 @@ func (b *BestFit) Alloc(n int64) (int64, error) {
 		}
 	}
 	if best < 0 {
+		if n == 0 {
+			return 0, nil
+		}
 		return 0, &AllocError{Asked: n, Free: b.size - b.used, Largest: b.Largest(), Pool: b.size}
 	}
 	s := b.free[best]

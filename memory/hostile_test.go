@@ -89,6 +89,7 @@ func TestEmptyTensorsModel(t *testing.T) {
 	}{
 		{"softmax-4x0", func(b *B) *ir.Value { return b.Op("Softmax", V(b.Input("x", ir.Float, 4, 0))) }},
 		{"relu-0", func(b *B) *ir.Value { return b.Op("Relu", V(b.Input("x", ir.Float, 0))) }},
+		{"relu-relu-0", func(b *B) *ir.Value { return b.Op("Relu", V(b.Op("Relu", V(b.Input("x", ir.Float, 0))))) }},
 		{"empty-then-full", func(b *B) *ir.Value {
 			e := b.Op("Relu", V(b.Input("e", ir.Float, 0, 3)))
 			r := b.Op("ReduceSum", V(e, b.Ints("axes", 0)))

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/zoo"
@@ -39,7 +40,7 @@ func Write(dir string, r *Results) ([]string, error) {
 	put := func(name string, data []byte) error {
 		path := filepath.Join(dir, name)
 		written = append(written, path)
-		return os.WriteFile(path, data, 0o644)
+		return backend.WriteBytesAtomic(path, data) // regular files only, umask's mode
 	}
 	type table struct {
 		name string

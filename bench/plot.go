@@ -1,10 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/tsplit/tsplit/backend"
 )
 
 // palette is Tableau 10: ten policies, ten distinguishable colors.
@@ -161,15 +163,11 @@ func plotSweep(dir, base string, r *Results, i int) error {
 		rel.Draw(tiles[1][0])
 		legend.XOffs, legend.YOffs = vg.Points(8), -vg.Points(36)
 		legend.Draw(draw.Crop(dc, w-legendW, 0, 0, 0))
-		f, err := os.Create(path)
-		if err != nil {
+		var b bytes.Buffer
+		if _, err := c.WriteTo(&b); err != nil {
 			return err
 		}
-		if _, err := c.WriteTo(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		return backend.WriteBytesAtomic(path, b.Bytes())
 	}
 	if err := draw2(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
 		filepath.Join(dir, base+".png")); err != nil {

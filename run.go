@@ -212,6 +212,18 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	if err != nil {
 		return fail(err)
 	}
+	// The pool is allocated but not touched yet; with the host memory
+	// the run adds (input data, tensors swapped out) it must fit the
+	// machine, or Go's fatal out-of-memory error ends the process.
+	host := x.Mem.HostPeak
+	for _, v := range m.Graph.Inputs {
+		if v.Kind != ir.KindInit {
+			host += v.Bytes()
+		}
+	}
+	if err := cpu.CheckMemory(pool+host, "the pool with the run's host memory"); err != nil {
+		return fail(err)
+	}
 	inputs, err := runInputs(m, &opts)
 	if err != nil {
 		return nil, err

@@ -34,10 +34,21 @@ func New(poolBytes int64) (*Device, error) {
 	if poolBytes < 0 || poolBytes > MaxPool {
 		return nil, fmt.Errorf("cpu device: pool of %d bytes is outside 0..%d", poolBytes, MaxPool)
 	}
-	if avail, ok := available(); ok && poolBytes > avail {
-		return nil, fmt.Errorf("cpu device: a pool of %s (%d bytes) is more than the %s this machine has available", humanize.IBytes(uint64(poolBytes)), poolBytes, humanize.IBytes(uint64(avail)))
+	if err := CheckMemory(poolBytes, "a pool"); err != nil {
+		return nil, err
 	}
 	return &Device{pool: make([]byte, poolBytes)}, nil
+}
+
+// CheckMemory is an error when the machine has less memory available
+// than n bytes, which what names in the message ("a pool"); nil when it
+// has enough or cannot tell. A run checks the pool with the host
+// memory it adds (inputs, swapped-out tensors) the same way.
+func CheckMemory(n int64, what string) error {
+	if avail, ok := available(); ok && n > avail {
+		return fmt.Errorf("cpu device: %s of %s (%d bytes) is more than the %s this machine has available", what, humanize.IBytes(uint64(n)), n, humanize.IBytes(uint64(avail)))
+	}
+	return nil
 }
 
 // available is the machine's available memory (sysmem.Available); a

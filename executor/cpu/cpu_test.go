@@ -19,6 +19,10 @@ func TestPoolBeyondMachine(t *testing.T) {
 	if _, err := New(1 << 19); err != nil {
 		t.Fatalf("a 512 KiB pool on a 1 MiB machine: %v", err)
 	}
+	// A run checks its pool with its host memory the same way.
+	if err := CheckMemory(3<<19, "the pool with the run's host memory"); err == nil || !strings.Contains(err.Error(), "the pool with the run's host memory of 1.5 MiB") {
+		t.Fatalf("1.5 MiB on a 1 MiB machine: %v", err)
+	}
 	available = func() (int64, bool) { return 0, false }
 	if _, err := New(1 << 19); err != nil {
 		t.Fatalf("no answer from the machine: the pool is not checked, got %v", err)

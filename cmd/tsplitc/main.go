@@ -37,7 +37,9 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 		return exit.OK
 	}
 	if code, ok := exit.Interrupted(ctx); ok {
-		fmt.Fprintf(stderr, "tsplitc: %v: stopped, nothing written\n", context.Cause(ctx))
+		// The step in progress stopped; a file it was writing was
+		// removed (files finished before the signal stay).
+		fmt.Fprintf(stderr, "tsplitc: %v: stopped\n", context.Cause(ctx))
 		return code
 	}
 	var pe *tsplit.PanicError

@@ -113,7 +113,15 @@ func Signals(parent context.Context) (context.Context, func()) {
 // Signal is the cause of a context Signals cancelled.
 type Signal struct{ Sig os.Signal }
 
-func (s *Signal) Error() string { return "interrupted by " + s.Sig.String() }
+func (s *Signal) Error() string {
+	switch s.Sig {
+	case os.Interrupt:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	}
+	return "interrupted by " + s.Sig.String()
+}
 
 // Interrupted reports whether ctx was cancelled by a signal, and the
 // exit status that says so (128 + the signal's number).

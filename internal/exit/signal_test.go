@@ -27,6 +27,9 @@ func TestSignals(t *testing.T) {
 	if code, ok := Interrupted(ctx); !ok || code != 130 {
 		t.Fatalf("Interrupted = %d, %v; want 130, true", code, ok)
 	}
+	if got := context.Cause(ctx).Error(); got != "interrupted by SIGINT" {
+		t.Fatalf("cause %q", got)
+	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatalf("ctx.Err() = %v", ctx.Err())
 	}

@@ -40,8 +40,8 @@ import (
 // CheckOutput returns the file a write to path replaces: path itself, or
 // the file a symlink at path points to. It refuses what is not a regular
 // file and any of protect (files the output must not replace: the input
-// model and its external data). A path that does not exist yet is fine;
-// its folder must exist when the write happens.
+// model and its external data). A path that does not exist yet is fine
+// when its folder exists.
 func CheckOutput(path string, protect ...string) (string, error) {
 	if path == "" {
 		return "", &OutputError{Reason: "no output path"}
@@ -50,6 +50,10 @@ func CheckOutput(path string, protect ...string) (string, error) {
 	lst, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		// A new file: its folder must be there to hold it.
+		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+			return "", &OutputError{Path: path, Reason: "cannot be created: its folder " + filepath.Dir(path) + " does not exist"}
+		}
 		return dst, nil
 	case err != nil:
 		return "", &OutputError{Path: path, Reason: err.Error()}

@@ -77,6 +77,7 @@ func TestOutputPaths(t *testing.T) {
 		{"fifo", "fifo", "is a FIFO, not a regular file", ""},
 		{"symlink", "link.onnx", "", "target.onnx"},
 		{"dangling-symlink", "dangling.onnx", "symlink to a missing", ""},
+		{"missing-folder", "nowhere/x.onnx", "its folder " + filepath.Join(dir, "nowhere") + " does not exist", ""},
 		{"the-input", "m.onnx", "is the input", ""},
 		{"the-input-hard-link", "hardlink.onnx", "is the input", ""},
 		{"the-input-weights", "w.bin", "is the input", ""},

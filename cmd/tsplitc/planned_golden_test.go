@@ -94,11 +94,23 @@ func TestPlannedOutputsUnchanged(t *testing.T) {
 	got := make([]string, len(cases))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
+	// Cases on PyTorch exports are skipped, and left out of the
+	// comparison, where PyTorch is missing (TSPLIT_REQUIRE_ORACLES
+	// makes that an error); the others still run.
+	skipped := make([]bool, len(cases))
 	t.Run("cases", func(t *testing.T) {
 		for i, c := range cases {
 			path := filepath.Join(root, c.model)
 			if strings.HasPrefix(c.model, "testdata/torch/") {
-				path = oracle.TorchModel(t, strings.TrimSuffix(filepath.Base(c.model), ".onnx"))
+				name := strings.TrimSuffix(filepath.Base(c.model), ".onnx")
+				skipped[i] = true
+				t.Run("export "+name, func(t *testing.T) {
+					path = oracle.TorchModel(t, name)
+					skipped[i] = false
+				})
+				if skipped[i] {
+					continue
+				}
 			}
 			wg.Add(1)
 			sem <- struct{}{}
@@ -129,6 +141,9 @@ func TestPlannedOutputsUnchanged(t *testing.T) {
 		return
 	}
 	for i, c := range cases {
+		if skipped[i] {
+			continue
+		}
 		w, ok := want[c.key()]
 		if !ok {
 			t.Errorf("%s: not in %s (run with -update)", c.key(), goldenPath)

@@ -266,6 +266,9 @@ func ORTShapes(t testing.TB, model string, batch int) map[string][]int64 {
 // ONNX Runtime installed, the scripts in scripts/ort and the model.
 func ortKey(t testing.TB, tool, what, model string) *key {
 	t.Helper()
+	if _, err := os.Stat(model); err != nil {
+		requireORT(t) // a missing ORT skips first, as it did before the cache
+	}
 	k := newKey(tool, what)
 	k.add("ort", ortVersion(t))
 	k.files(t, ortDir(), ".js")

@@ -34,13 +34,16 @@ torch-models: deps
 	$(PYTHON) scripts/export_torch_models.py testdata/torch
 
 # The whole suite: oracles installed by the project's own script, real
-# PyTorch exports, every Go test, and a short fuzz run of the decoder
-# and the runtime.
+# PyTorch exports, every Go test (the integration tier too:
+# TSPLIT_INTEGRATION), and a short fuzz run of the decoder and the
+# runtime. Oracle results are cached outside the repository
+# (internal/oracle).
 test: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
 	$(MAKE) fuzz FUZZTIME=5s
 
-# Tests without installing anything: tests needing absent oracles skip.
+# Tests without installing anything: tests needing absent oracles skip,
+# and so does the integration tier (the CI-sized benchmark).
 test-go:
 	$(GO) test ./...
 

@@ -118,13 +118,28 @@ var (
 	smallErr  error
 )
 
+// IntegrationEnv turns on the integration tier: the CI-sized benchmark
+// and the runs of its plans, several CPU-minutes, that `make test` (and
+// so CI) runs and a plain `go test ./...` skips.
+const IntegrationEnv = "TSPLIT_INTEGRATION"
+
+// integration skips t outside the integration tier, and always under
+// -short.
+func integration(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: the integration tier is skipped under -short", what)
+	}
+	if os.Getenv(IntegrationEnv) == "" {
+		t.Skipf("%s: integration tier, run by make test; set %s=1 to run it here", what, IntegrationEnv)
+	}
+}
+
 // smallRun is the CI-sized benchmark of every default model with every
 // registered policy, run once for the tests that read it.
 func smallRun(t *testing.T) *Results {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("the CI-sized benchmark plans about 1200 times (a minute on two cores)")
-	}
+	integration(t, "the CI-sized benchmark plans about 1500 times")
 	smallOnce.Do(func() {
 		small, smallErr = Run(Config{Small: true, Jobs: runtime.GOMAXPROCS(0), SweepSteps: 1, Command: "tsplitc bench --small --sweep-steps 1"})
 	})

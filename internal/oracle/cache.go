@@ -390,6 +390,57 @@ func cached(t testing.TB, k *key, produce func(dir string)) string {
 	return entry
 }
 
+// cachedBatches is cached for a tool run at several batches whose
+// results are cached one batch each (under keys[batch], as one file
+// named file). The batches not cached are computed by one call of
+// produce, which gets the comma-separated batches and a path containing
+// "{batch}" to write each result to. It returns the path of every
+// batch's result.
+func cachedBatches(t testing.TB, batches []int, keys map[int]*key, file string, produce func(out, batches string)) map[int]string {
+	t.Helper()
+	paths := map[int]string{}
+	root, on, err := CacheDir()
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	var missing []string
+	for _, b := range batches {
+		if _, done := paths[b]; done {
+			continue
+		}
+		entry := filepath.Join(root, keys[b].sum())
+		if on && verifyEntry(entry, keys[b].sum()) == nil {
+			touch(entry)
+			t.Logf("oracle: %s: cached (%s)", keys[b].what, entry)
+			paths[b] = filepath.Join(entry, file)
+			continue
+		}
+		paths[b] = ""
+		missing = append(missing, strconv.Itoa(b))
+	}
+	if len(missing) == 0 {
+		return paths
+	}
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "{batch}-"+file)
+	produce(out, strings.Join(missing, ","))
+	for _, bs := range missing {
+		b, _ := strconv.Atoi(bs)
+		got := strings.ReplaceAll(out, "{batch}", bs)
+		entry := cached(t, keys[b], func(dir string) {
+			data, err := os.ReadFile(got)
+			if err != nil {
+				t.Fatalf("oracle: %s: %v", keys[b].what, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil {
+				t.Fatalf("oracle: %v", err)
+			}
+		})
+		paths[b] = filepath.Join(entry, file)
+	}
+	return paths
+}
+
 // writeManifest lists every file of dir with its size and sha256.
 func writeManifest(dir, sum string) error {
 	entries, err := os.ReadDir(dir)

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -241,5 +242,51 @@ func TestCachedOracles(t *testing.T) {
 	entries, _ = filepath.Glob(filepath.Join(root, "*", manifestName))
 	if len(entries) != 2 {
 		t.Errorf("%d cache entries after two oracles", len(entries))
+	}
+}
+
+// A tool run at several batches computes the batches not cached in one
+// call and caches each batch on its own: the same entries a run at one
+// batch reads.
+func TestCachedBatches(t *testing.T) {
+	useCache(t)
+	model := filepath.Join(t.TempDir(), "m.onnx")
+	os.WriteFile(model, []byte("model bytes"), 0o644)
+	keys := func(batches ...int) map[int]*key {
+		ks := map[int]*key{}
+		for _, b := range batches {
+			ks[b] = testKey(t, model, fmt.Sprint(b))
+		}
+		return ks
+	}
+	var asked []string
+	produce := func(out, batches string) {
+		asked = append(asked, batches)
+		for _, b := range strings.Split(batches, ",") {
+			if err := os.WriteFile(strings.ReplaceAll(out, "{batch}", b), []byte("result at "+b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(paths map[int]string, batches ...int) {
+		t.Helper()
+		for _, b := range batches {
+			got, err := os.ReadFile(paths[b])
+			if err != nil || string(got) != fmt.Sprintf("result at %d", b) {
+				t.Errorf("batch %d: %q, %v", b, got, err)
+			}
+		}
+	}
+	check(cachedBatches(t, []int{8}, keys(8), "out.txt", produce), 8)
+	check(cachedBatches(t, []int{1, 8, 32}, keys(1, 8, 32), "out.txt", produce), 1, 8, 32)
+	check(cachedBatches(t, []int{32, 1, 8}, keys(1, 8, 32), "out.txt", produce), 1, 8, 32)
+	if want := []string{"8", "1,32"}; !reflect.DeepEqual(asked, want) {
+		t.Errorf("the tool was asked for %q, want %q", asked, want)
+	}
+	// The entry of one batch is the one cached reads for the same key.
+	c := &counting{body: "other"}
+	dir := cached(t, keys(32)[32], c.produce(t))
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); c.calls.Load() != 0 || string(b) != "result at 32" {
+		t.Errorf("cached after cachedBatches: %d calls, %q", c.calls.Load(), b)
 	}
 }

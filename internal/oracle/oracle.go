@@ -249,17 +249,32 @@ func ORTRun(t testing.TB, model string, inputs map[string]*Tensor, noOpt bool) m
 // Results are cached (see CacheDir).
 func ORTShapes(t testing.TB, model string, batch int) map[string][]int64 {
 	t.Helper()
-	k := ortKey(t, "ort-shapes", "ONNX Runtime shapes of "+model, model)
-	k.add("batch", strconv.Itoa(batch))
-	dir := cached(t, k, func(dir string) {
-		requireORT(t)
-		run(t, exec.Command("node", filepath.Join(ortDir(), "shapes.js"), abs(t, model), strconv.Itoa(batch), filepath.Join(dir, "shapes.json")))
-	})
-	var res struct {
-		Outputs map[string][]int64 `json:"outputs"`
+	return ORTShapesAt(t, model, batch)[batch]
+}
+
+// ORTShapesAt is ORTShapes at several batches: one Node.js process loads
+// the model once and runs it at every batch whose result is not cached.
+func ORTShapesAt(t testing.TB, model string, batches ...int) map[int]map[string][]int64 {
+	t.Helper()
+	keys := map[int]*key{}
+	for _, b := range batches {
+		k := ortKey(t, "ort-shapes", fmt.Sprintf("ONNX Runtime shapes of %s at batch %d", model, b), model)
+		k.add("batch", strconv.Itoa(b))
+		keys[b] = k
 	}
-	readJSON(t, filepath.Join(dir, "shapes.json"), &res)
-	return res.Outputs
+	files := cachedBatches(t, batches, keys, "shapes.json", func(out string, missing string) {
+		requireORT(t)
+		run(t, exec.Command("node", filepath.Join(ortDir(), "shapes.js"), abs(t, model), missing, out))
+	})
+	res := map[int]map[string][]int64{}
+	for b, f := range files {
+		var r struct {
+			Outputs map[string][]int64 `json:"outputs"`
+		}
+		readJSON(t, f, &r)
+		res[b] = r.Outputs
+	}
+	return res
 }
 
 // ortKey starts the cache key of a Node.js oracle run on model: the
@@ -285,31 +300,47 @@ func ortKey(t testing.TB, tool, what, model string) *key {
 // are cached (see CacheDir).
 func OnnxShapes(t testing.TB, model string, batch int) map[string][]int64 {
 	t.Helper()
-	k := pythonKey(t, "onnx-shapes", "onnx shape inference of "+model)
-	k.model(t, abs(t, model))
-	k.add("batch", strconv.Itoa(batch))
-	dir := cached(t, k, func(dir string) {
+	return OnnxShapesAt(t, model, batch)[batch]
+}
+
+// OnnxShapesAt is OnnxShapes at several batches: one python process
+// reads the model once and infers at every batch whose result is not
+// cached.
+func OnnxShapesAt(t testing.TB, model string, batches ...int) map[int]map[string][]int64 {
+	t.Helper()
+	keys := map[int]*key{}
+	for _, b := range batches {
+		k := pythonKey(t, "onnx-shapes", fmt.Sprintf("onnx shape inference of %s at batch %d", model, b))
+		k.model(t, abs(t, model))
+		k.add("batch", strconv.Itoa(b))
+		keys[b] = k
+	}
+	files := cachedBatches(t, batches, keys, "shapes.json", func(out string, missing string) {
 		py := PythonONNX(t)
 		script := filepath.Join(mustRoot(t), "scripts", "onnx_shapes.py")
-		run(t, exec.Command(py, script, abs(t, model), strconv.Itoa(batch), filepath.Join(dir, "shapes.json")))
+		run(t, exec.Command(py, script, abs(t, model), missing, out))
 	})
-	var res struct {
-		Values map[string][]*int64 `json:"values"`
-	}
-	readJSON(t, filepath.Join(dir, "shapes.json"), &res)
-	shapes := make(map[string][]int64, len(res.Values))
-	for name, dims := range res.Values {
-		s := make([]int64, len(dims))
-		for i, d := range dims {
-			if d == nil {
-				s[i] = -1
-			} else {
-				s[i] = *d
-			}
+	res := map[int]map[string][]int64{}
+	for b, f := range files {
+		var r struct {
+			Values map[string][]*int64 `json:"values"`
 		}
-		shapes[name] = s
+		readJSON(t, f, &r)
+		shapes := make(map[string][]int64, len(r.Values))
+		for name, dims := range r.Values {
+			s := make([]int64, len(dims))
+			for i, d := range dims {
+				if d == nil {
+					s[i] = -1
+				} else {
+					s[i] = *d
+				}
+			}
+			shapes[name] = s
+		}
+		res[b] = shapes
 	}
-	return shapes
+	return res
 }
 
 // pythonKey starts the cache key of a python oracle run: the

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 'use strict';
-// Usage: node shapes.js MODEL BATCH OUT.json [--no-opt]
+// Usage: node shapes.js MODEL BATCH[,BATCH...] OUT.json [--no-opt]
 //
 // Feeds MODEL seeded-random inputs of its declared types, with every
 // symbolic or unknown input dimension set to BATCH (integers in [0, 10),
 // floats in [-1, 1), bools 0/1), runs it with ONNX Runtime (CPU) and writes
 //   {"outputs": {"<name>": [dims...]}}
+// With several batches the model is loaded once and run at each (the
+// inputs of each batch are those a run at that batch alone gets), and OUT
+// must contain "{batch}", replaced by each batch.
 
 const io = require('./tensorio');
 
@@ -35,15 +38,28 @@ io.main(async () => {
   const args = process.argv.slice(2);
   const noOpt = args.includes('--no-opt');
   const pos = args.filter((a) => a !== '--no-opt');
-  if (pos.length !== 3 || !/^[0-9]+$/.test(pos[1])) {
-    process.stderr.write('usage: node shapes.js MODEL BATCH OUT.json [--no-opt]\n');
+  if (pos.length !== 3 || !/^[0-9]+(,[0-9]+)*$/.test(pos[1])) {
+    process.stderr.write('usage: node shapes.js MODEL BATCH[,BATCH...] OUT.json [--no-opt]\n');
     process.exit(2);
   }
   const [model, batchArg, outPath] = pos;
-  const batch = parseInt(batchArg, 10);
+  const batches = batchArg.split(',').map((b) => parseInt(b, 10));
+  if (batches.length > 1 && !outPath.includes('{batch}')) {
+    process.stderr.write('shapes.js: with several batches OUT must contain "{batch}"\n');
+    process.exit(2);
+  }
   const ort = io.loadOrt();
   const session = await ort.InferenceSession.create(model, io.sessionOptions(noOpt));
+  for (const batch of batches) {
+    const outputs = await shapesAt(ort, session, batch);
+    io.writeJSON(outPath.split('{batch}').join(String(batch)), { outputs });
+  }
+  await session.release();
+});
 
+// shapesAt runs the session on seeded-random inputs at batch and returns
+// the dims of every output.
+async function shapesAt(ort, session, batch) {
   const rand = rng(12345);
   const feeds = {};
   for (const m of io.inputMeta(session)) {
@@ -65,10 +81,8 @@ io.main(async () => {
     }
     feeds[m.name] = new ort.Tensor(m.type, data, dims);
   }
-
   const results = await session.run(feeds);
   const outputs = {};
   for (const name of session.outputNames) outputs[name] = Array.from(results[name].dims, Number);
-  io.writeJSON(outPath, { outputs });
-  await session.release();
-});
+  return outputs;
+}

@@ -36,8 +36,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, name := range torchModels {
 		t.Run("torch/"+name, func(t *testing.T) {
-			if testing.Short() && name == "vgg16" {
-				t.Skip("vgg16 is 550 MB; skipped with -short")
+			if name == "vgg16" {
+				oracle.Integration(t, "vgg16 is 550 MB")
 			}
 			roundTrip(t, oracle.TorchModel(t, name))
 		})

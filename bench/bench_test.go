@@ -19,6 +19,7 @@ import (
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
+	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/policy"
 )
@@ -118,23 +119,6 @@ var (
 	smallErr  error
 )
 
-// IntegrationEnv turns on the integration tier: the CI-sized benchmark
-// and the runs of its plans, several CPU-minutes, that `make test` (and
-// so CI) runs and a plain `go test ./...` skips.
-const IntegrationEnv = "TSPLIT_INTEGRATION"
-
-// integration skips t outside the integration tier, and always under
-// -short.
-func integration(t *testing.T, what string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skipf("%s: the integration tier is skipped under -short", what)
-	}
-	if os.Getenv(IntegrationEnv) == "" {
-		t.Skipf("%s: integration tier, run by make test; set %s=1 to run it here", what, IntegrationEnv)
-	}
-}
-
 // smallModels are the models of the tests' CI-sized benchmark: the
 // paper's six but VGG-19 and ResNet-101, deeper builds of the VGG-16 and
 // ResNet-50 families whose plans and runs repeated what those show, at
@@ -145,7 +129,7 @@ var smallModels = []string{"vgg16", "resnet50", "inception", "transformer"}
 // registered policy, run once for the tests that read it.
 func smallRun(t *testing.T) *Results {
 	t.Helper()
-	integration(t, "the CI-sized benchmark plans about 1000 times")
+	oracle.Integration(t, "the CI-sized benchmark plans about 1000 times")
 	smallOnce.Do(func() {
 		small, smallErr = Run(Config{Small: true, Models: smallModels, Jobs: runtime.GOMAXPROCS(0), SweepSteps: 1,
 			Command: "tsplitc bench --small --sweep-steps 1 --models " + strings.Join(smallModels, ",")})

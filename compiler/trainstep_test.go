@@ -349,7 +349,7 @@ func compareGrads(t *testing.T, what string, m *ir.Model, ti *compiler.TrainingI
 // every parameter gradient with PyTorch's autograd on the same weights
 // (loaded from the exported file) and inputs, in train() mode with no
 // dropout. BatchNormalization normalises with the batch's statistics on
-// both sides. resnet18 is skipped under -short.
+// both sides. resnet18 is in the integration tier (oracle.Integration).
 //
 // float32: the exported model, against PyTorch in float32:
 // max |tsplit − torch| ≤ 1e-4 · max |torch| per tensor — or, where
@@ -373,8 +373,8 @@ func TestGradientsMatchPyTorch(t *testing.T) {
 		batch int
 	}{{"resnet18", 4}, {"vgg_small", 4}, {"transformer_nodrop", 4}} {
 		t.Run(c.name, func(t *testing.T) {
-			if testing.Short() && c.name == "resnet18" {
-				t.Skip("resnet18 skipped under -short")
+			if c.name == "resnet18" {
+				oracle.Integration(t, "resnet18's training step in float32 and float64")
 			}
 			in32, want32 := oracle.TorchGrads(t, c.name, c.batch)
 			path64, in64, want64 := oracle.TorchGrads64(t, c.name, c.batch)
@@ -446,13 +446,13 @@ const pinnedPrefix = "pinned:"
 // decisions are graph inputs, fed tsplit's: every output must then
 // agree within 1e-5. The loss and running statistics, computed before
 // any decision is used, are checked in both. Built without the openblas
-// tag, the tolerance is 2e-5 (see ortTrainRelTolGonum). resnet18 is
-// skipped under -short.
+// tag, the tolerance is 2e-5 (see ortTrainRelTolGonum). resnet18 is in
+// the integration tier (oracle.Integration).
 func TestTrainStepRunsInORT(t *testing.T) {
 	for _, name := range []string{"resnet18", "transformer_nodrop"} {
 		t.Run(name, func(t *testing.T) {
-			if testing.Short() && name == "resnet18" {
-				t.Skip("resnet18 skipped under -short")
+			if name == "resnet18" {
+				oracle.Integration(t, "resnet18's training step in ONNX Runtime")
 			}
 			const batch = 2
 			opts := compiler.TrainOptions{Loss: "cross-entropy", Optimizer: "none"}
@@ -605,11 +605,9 @@ const monotonicLR = 0.01
 // float32 rounding flips a few ReLUs, see TestGradientsMatchPyTorch; a
 // wrong update would be off by more at the second step already). It
 // ran 20 steps; the last 10 repeated the same two checks at twice the
-// cost on both sides. Skipped under -short.
+// cost on both sides. In the integration tier (oracle.Integration).
 func TestResNet18TrainsMonotonically(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10 resnet18 training steps skipped under -short")
-	}
+	oracle.Integration(t, "10 resnet18 training steps")
 	const steps, batch = 10, 2
 	inputs, want := oracle.TorchGrads(t, "resnet18", batch, fmt.Sprintf("--sgd-steps=%d", steps), fmt.Sprintf("--lr=%g", monotonicLR))
 	m, ti := trainingStep(t, "resnet18", batch, compiler.TrainOptions{Loss: "cross-entropy", Optimizer: "sgd", LR: monotonicLR})

@@ -35,13 +35,13 @@ const ortRelTol = 1e-4
 // vgg16's classifier has two Dropout(0.5) nodes whose masks are random,
 // and ORT's and tsplit's random streams differ, so both runtimes get a
 // copy of vgg16 with the ratios set to 0 (Dropout still runs, in training
-// mode, as in transformer_nodrop). vgg16 (550 MB) is skipped under
-// -short.
+// mode, as in transformer_nodrop). vgg16 (550 MB) is in the integration
+// tier (oracle.Integration).
 func TestORTAgreement(t *testing.T) {
 	for _, name := range []string{"resnet18", "resnet50", "vgg16", "transformer_nodrop"} {
 		t.Run(name, func(t *testing.T) {
-			if name == "vgg16" && testing.Short() {
-				t.Skip("vgg16 is 550 MB; skipped under -short")
+			if name == "vgg16" {
+				oracle.Integration(t, "vgg16 is 550 MB")
 			}
 			compareWithORT(t, name, 2)
 		})

@@ -15,6 +15,12 @@
 // the test. Set TSPLIT_REQUIRE_ORACLES=1 (e.g. in CI) to turn those skips
 // into failures.
 //
+// Integration marks the integration tier: the cases that take minutes
+// of CPU (the CI-sized benchmark, training steps of the full-size
+// exports, vgg16), run when TSPLIT_INTEGRATION is set (make test sets it
+// with TSPLIT_REQUIRE_ORACLES) and skipped by a plain go test ./... and
+// by -short.
+//
 // Every oracle's result is cached outside the repository, in
 // os.UserCacheDir()/tsplit/oracle (TSPLIT_ORACLE_CACHE moves it; "off"
 // turns it off), keyed by a sha256 of everything the result depends on:

@@ -1,0 +1,24 @@
+package oracle
+
+import (
+	"os"
+	"testing"
+)
+
+// IntegrationEnv turns on the integration tier (any non-empty value).
+const IntegrationEnv = "TSPLIT_INTEGRATION"
+
+// Integration skips t unless the integration tier is on. The tier holds
+// the end-to-end cases that take minutes of CPU: the CI-sized benchmark
+// and the runs of its plans, training steps of the full-size PyTorch
+// exports, the 550 MB vgg16. `make test` turns it on (CI runs make
+// test); a plain `go test ./...` skips it, and -short always does.
+func Integration(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: the integration tier is skipped under -short", what)
+	}
+	if os.Getenv(IntegrationEnv) == "" {
+		t.Skipf("%s: integration tier, run by make test; set %s=1 to run it here", what, IntegrationEnv)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	// NoSwap and NoRecompute restrict tsplit's planner to the other
 	// options.
 	NoSwap, NoRecompute bool
+	// Order is the op order to plan under ("", "auto": the policy's
+	// choice — tsplit searches them all; "dfs", "alap", "as-built").
+	Order string
 
 	// Forward rebuilds the model's forward graph at another batch. With
 	// a policy that trains with sub-batches (modnn: Policy.SubBatches) it
@@ -178,9 +182,13 @@ func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
 	if err := policy.CheckParams(pol, o.PolicyParams); err != nil {
 		return nil, nil, &UsageError{Option: "PolicyParams", Err: err}
 	}
+	order, err := passes.ParseOrder(o.Order)
+	if err != nil {
+		return nil, nil, &UsageError{Option: "Order", Err: err}
+	}
 	if o.MaxSubBatches < 0 || o.MaxSubBatchOps < 0 {
 		return nil, nil, usage("MaxSubBatches", "limits must not be negative")
 	}
 	return pol, &policy.Options{Budget: budget, Profile: prof, Params: o.PolicyParams,
-		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
+		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Order: order, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
 }

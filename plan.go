@@ -51,6 +51,9 @@ type Result struct {
 	// Kept says which of tsplit's two plans was kept when both were
 	// made ("" otherwise).
 	Kept string `json:"kept"`
+	// Order is the op order the plan was made in: dfs, alap or as-built
+	// (passes.OpOrder).
+	Order string `json:"order"`
 	// SubBatching is moDNN's sub-batching, when the modnn policy chose
 	// (nil otherwise).
 	SubBatching *SubBatching `json:"sub_batching,omitempty"`
@@ -332,7 +335,7 @@ func result(pr *policy.Result, o *Options) *Result {
 	res = &Result{SubBatching: sb, Model: m, Report: r, Passes: pr.Timings, File: m.Path, Dims: m.Dims, Ops: len(m.Graph.Order()), Device: r.Device,
 		Policy: r.Policy, PolicyParams: o.PolicyParams, Budget: r.Budget, BasePeak: r.BasePeak, Peak: r.Peak,
 		Pool: r.Pool, HostPeak: r.HostPeak, BaseStep: r.BaseTime, Step: r.Time, Swapped: r.Swapped,
-		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen}
+		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen, Order: r.Order}
 	return res
 }
 

@@ -1,14 +1,19 @@
 package bench
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/tsplit/tsplit"
 )
 
-// tsplit keeps a split plan only where it pays: at batch 520 of the
-// CI-sized resnet50 its greedy split plan simulates slower than the
-// swap/recompute-only plan, which it keeps; at batch 700 only the split
-// plan exists. Either way tsplit is never behind tsplit-nosplit.
+// tsplit keeps a split plan only where it pays: in the depth-first
+// order, at batch 520 of the CI-sized resnet50 its greedy split plan
+// simulates slower than the swap/recompute-only plan, which it keeps; at
+// batch 700 only the split plan exists. Either way tsplit is never
+// behind tsplit-nosplit, and its order search (the default) is never
+// behind either.
 func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 	prof, err := Config{Small: true}.DeviceProfile()
 	if err != nil {
@@ -26,7 +31,7 @@ func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := Plan(g, prof, "tsplit")
+		s, err := tsplit.Plan(context.Background(), g, tsplit.Options{Profile: prof, Policy: "tsplit", Order: "dfs"})
 		if err != nil {
 			t.Fatalf("batch %d: %v", c.batch, err)
 		}
@@ -39,12 +44,23 @@ func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns, err := Plan(g2, prof, "tsplit-nosplit")
+		ns, err := tsplit.Plan(context.Background(), g2, tsplit.Options{Profile: prof, Policy: "tsplit-nosplit", Order: "dfs"})
 		switch {
 		case err != nil && !c.splits:
 			t.Fatalf("batch %d: tsplit-nosplit: %v", c.batch, err)
 		case err == nil && ns.Report.Time < r.Time:
 			t.Errorf("batch %d: tsplit-nosplit simulates %.4g s, tsplit %.4g s", c.batch, ns.Report.Time, r.Time)
+		}
+		g3, _, err := Build(m, c.batch, 1, true, "sgd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		auto, err := Plan(g3, prof, "tsplit")
+		if err != nil {
+			t.Fatalf("batch %d: tsplit, order searched: %v", c.batch, err)
+		}
+		if auto.Report.Time > r.Time {
+			t.Errorf("batch %d: the order search's plan simulates %.4g s (%s), the depth-first plan %.4g s", c.batch, auto.Report.Time, auto.Report.Order, r.Time)
 		}
 	}
 }

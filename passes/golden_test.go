@@ -111,7 +111,7 @@ func TestGoldenPasses(t *testing.T) {
 				if err := ir.Verify(m); err != nil {
 					t.Fatalf("before %s: %v", passes.Pipeline[0].Name, err)
 				}
-				s := passes.NewState(m, &passes.Options{Budget: budget, Policy: policy.Tsplit})
+				s := passes.NewState(m, &passes.Options{Budget: budget, Policy: policy.Tsplit, Order: passes.OrderDFS})
 				s.Check = true // ir.Verify after every pass
 				for _, q := range passes.Pipeline[:k+1] {
 					if err := s.Run(q); err != nil {

@@ -115,7 +115,7 @@ func irCheckRun(m *ir.Model, run string) (string, error) {
 		n++
 	}
 	names := strings.Join(fields[:n], "")
-	o := &passes.Options{Policy: policy.Tsplit}
+	o := &passes.Options{Policy: policy.Tsplit, Order: passes.OrderDFS}
 	split := &splitRequest{}
 	ratio := 0.0
 	for _, f := range fields[n:] {

@@ -15,6 +15,9 @@ type Options struct {
 	// Policy is the memory policy (package policy has them); PlanMemory
 	// needs one.
 	Policy Policy
+	// Order is the op order to plan under; OrderAuto (the zero value)
+	// lets the policy choose (Schedule).
+	Order OpOrder
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
 	// PolicyParams are the policy's parameters, as text, already checked

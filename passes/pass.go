@@ -56,6 +56,10 @@ type State struct {
 	parent *State
 	// round is the planning round in progress (planpass.go).
 	round *roundState
+	// asBuilt is the step as built, recorded by Schedule; order is the
+	// order it scheduled (schedule.go).
+	asBuilt *asBuilt
+	order   OpOrder
 
 	results map[*Pass]any
 	done    map[*Pass]bool // transformations that have run
@@ -85,6 +89,7 @@ func (s *State) Fork(m *ir.Model, opts *Options, name string) *State {
 	f.Check, f.DumpAfter, f.DumpTo, f.OnPass = s.Check, s.DumpAfter, s.DumpTo, s.OnPass
 	f.scope = s.scope + name + "/"
 	f.parent = s
+	f.asBuilt, f.order = s.asBuilt, s.order
 	return f
 }
 

@@ -19,7 +19,7 @@ func planGolden(t *testing.T, hook func(s *passes.State)) (*passes.State, error)
 	t.Helper()
 	c := goldenCases[0]
 	budget := goldenBudget(t, c)
-	s := passes.NewState(c.build(t), &passes.Options{Budget: budget, Policy: policy.Tsplit})
+	s := passes.NewState(c.build(t), &passes.Options{Budget: budget, Policy: policy.Tsplit, Order: passes.OrderDFS})
 	if hook != nil {
 		hook(s)
 	}

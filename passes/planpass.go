@@ -198,7 +198,14 @@ func PlanRounds(s *State, pol Policy) error {
 	if err != nil {
 		return err
 	}
-	r := &Report{Policy: pol.Name(), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL)}
+	r := &Report{Policy: pol.Name(), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL),
+		Order: string(s.order)}
+	if ab := s.asBuilt; ab != nil {
+		// The unplanned step is the step as built, whatever order the
+		// plan is made in (issue 12 item 5: the depth-first order's peak
+		// is not what running the unplanned step measures).
+		r.BasePeak, r.BaseTime, r.Base = ab.peak, ab.time, ab.timeline
+	}
 	s.Report = r
 	mem := base
 	tl := baseTL

@@ -21,6 +21,9 @@ type Policy interface {
 	// of its algorithm (vDNN's layer-synchronous swap-ins, TFLMS's lb/ub
 	// control ops, …): ControlEdges then leaves them where they are.
 	OwnTriggers() bool
+	// DefaultOrder is the op order the policy plans under when the
+	// options name none (OrderAuto): the order its system runs in.
+	DefaultOrder() OpOrder
 }
 
 // StepPlanner is a Policy that drives planning itself instead of one

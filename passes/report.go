@@ -21,6 +21,8 @@ type Report struct {
 	Recomputed int     `json:"recomputed"`
 	Split      int     `json:"split"`
 	Rounds     int     `json:"rounds"`
+	// Order is the op order the plan was made in (passes.Order).
+	Order string `json:"order,omitempty"`
 	// Chosen says, for the tsplit policy, which of its two plans was
 	// kept when both were tried (package policy, tsplit's PlanStep): ""
 	// when only one was made.

@@ -31,3 +31,54 @@ func TestScheduleDepthFirst(t *testing.T) {
 		}
 	}
 }
+
+// ALAPOrder sinks a hoisted backward op (one that reads only forward
+// values, like a ReLU mask) from its depth-first place next to its input
+// to just before its consumer; the other ops keep their depth-first
+// order, and each of the orders is topological.
+func TestALAPSinksHoistedBackwardOps(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 4)
+	a := b.Op("Relu", V(x))
+	mask := b.Op("Sigmoid", V(a)) // built next to a: depth-first keeps it there
+	h := b.Op("Relu", V(a))
+	y := b.Op("Tanh", V(h))
+	g1 := b.Op("Neg", V(y))
+	g2 := b.Op("Mul", V(g1, mask))
+	m := b.Return(g2)
+	for _, v := range []*ir.Value{mask, g1, g2} {
+		v.Def.Phase = ir.Backward
+	}
+	name := func(ops []*ir.Op) []*ir.Value {
+		var out []*ir.Value
+		for _, op := range ops {
+			out = append(out, op.Output(0))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		o    OpOrder
+		want []*ir.Value
+	}{
+		{OrderDFS, []*ir.Value{a, mask, h, y, g1, g2}},
+		{OrderALAP, []*ir.Value{a, h, y, g1, mask, g2}},
+		{OrderAsBuilt, []*ir.Value{a, mask, h, y, g1, g2}},
+	} {
+		order, err := OrderOf(m.Graph, c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.o, err)
+		}
+		if err := checkTopological(m.Graph, order); err != nil {
+			t.Errorf("%s: %v", c.o, err)
+		}
+		got := name(order)
+		for i := range c.want {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: position %d is %s, want %s", c.o, i, got[i].Name, c.want[i].Name)
+			}
+		}
+	}
+	if _, err := ParseOrder("bfs"); err == nil {
+		t.Error("ParseOrder accepted an unknown order")
+	}
+}

@@ -50,7 +50,7 @@ func TestRecomputeChains(t *testing.T) {
 			// Single-producer recomputation: no plan.
 			chainOps := maxChainOps
 			maxChainOps = 1
-			_, err := Plan(context.Background(), recomputeMLP(t, layers), Tsplit, Options{Budget: budget, NoSwap: true})
+			_, err := Plan(context.Background(), recomputeMLP(t, layers), Tsplit, Options{Budget: budget, NoSwap: true, Order: passes.OrderDFS})
 			maxChainOps = chainOps
 			var ie *passes.InfeasibleError
 			if !errors.As(err, &ie) {
@@ -58,7 +58,7 @@ func TestRecomputeChains(t *testing.T) {
 			}
 
 			m := recomputeMLP(t, layers)
-			s, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget, NoSwap: true, Check: true})
+			s, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget, NoSwap: true, Check: true, Order: passes.OrderDFS})
 			if err != nil {
 				t.Fatalf("chains at %d bytes (%.2f of the peak %d): %v", budget, ratio, peak, err)
 			}

@@ -20,6 +20,9 @@ type Options struct {
 	Params map[string]string
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
+	// Order is the op order to plan under (passes.OrderAuto: the
+	// policy's choice).
+	Order passes.OpOrder
 	// Check runs ir.Verify after every pass, planning's rounds included.
 	Check bool
 	// DumpAfter names the passes after which the IR is dumped to DumpTo
@@ -63,7 +66,7 @@ func Plan(ctx context.Context, m *ir.Model, pol Policy, opts Options) (*Result, 
 		return nil, err
 	}
 	s := passes.NewState(m, &passes.Options{Budget: opts.Budget, Profile: opts.Profile, Policy: pol,
-		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound})
+		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, Order: opts.Order, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound})
 	s.Check, s.OnPass = opts.Check, opts.OnPass
 	s.DumpAfter, s.DumpTo = opts.DumpAfter, opts.DumpTo
 	err := s.Run(passes.Pipeline...)

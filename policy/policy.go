@@ -42,13 +42,26 @@ type spec struct {
 	// subBatches: moDNN's sub-batch selection applies.
 	subBatches bool
 	params     []ParamSpec
+	// order is the op order the policy plans under by default (empty:
+	// TSPLIT's depth-first order). The baselines run in a framework,
+	// which executes the step in the order it was built: they plan
+	// under that order (passes.OrderAsBuilt), as their systems would.
+	// TFLMS is the exception: its control edges fix the order the
+	// rewritten graph runs in, and it keeps TSPLIT's.
+	order passes.OpOrder
 	// check validates a parameter map (nil: any value is accepted).
 	check func(map[string]string) error
 	plan  func(c *Context) (*passes.Plan, error)
 }
 
-func (s *spec) Name() string                          { return s.name }
-func (s *spec) OwnTriggers() bool                     { return s.ownTriggers }
+func (s *spec) Name() string      { return s.name }
+func (s *spec) OwnTriggers() bool { return s.ownTriggers }
+func (s *spec) DefaultOrder() passes.OpOrder {
+	if s.order == passes.OrderAuto {
+		return passes.OrderDFS
+	}
+	return s.order
+}
 func (s *spec) SubBatches() bool                      { return s.subBatches }
 func (s *spec) Params() []ParamSpec                   { return s.params }
 func (s *spec) Plan(c *Context) (*passes.Plan, error) { return s.plan(c) }
@@ -68,14 +81,14 @@ var (
 	TsplitNoSplit Policy = &tsplit{spec: spec{name: "tsplit-nosplit"}}
 	// Base keeps every feature map (what TensorFlow and PyTorch do): it
 	// never plans anything, so it fits only when the graph already does.
-	Base Policy = &spec{name: "base", plan: func(c *Context) (*passes.Plan, error) {
+	Base Policy = &spec{name: "base", order: passes.OrderAsBuilt, plan: func(c *Context) (*passes.Plan, error) {
 		return nil, fmt.Errorf("policy base keeps every tensor: the graph peaks at %d bytes, over the budget of %d", c.Mem.Peak, c.Budget)
 	}}
-	VDNNConv     Policy = &spec{name: "vdnn-conv", ownTriggers: true, plan: func(c *Context) (*passes.Plan, error) { return vdnnPlan(c, "vdnn-conv", true) }}
-	VDNNAll      Policy = &spec{name: "vdnn-all", ownTriggers: true, plan: func(c *Context) (*passes.Plan, error) { return vdnnPlan(c, "vdnn-all", false) }}
-	Checkpoint   Policy = &spec{name: "checkpoint", plan: checkpointPolicy}
-	SuperNeurons Policy = &spec{name: "superneurons", ownTriggers: true, plan: superNeuronsPolicy}
-	Capuchin     Policy = &spec{name: "capuchin", ownTriggers: true, plan: capuchinPolicy}
+	VDNNConv     Policy = &spec{name: "vdnn-conv", order: passes.OrderAsBuilt, ownTriggers: true, plan: func(c *Context) (*passes.Plan, error) { return vdnnPlan(c, "vdnn-conv", true) }}
+	VDNNAll      Policy = &spec{name: "vdnn-all", order: passes.OrderAsBuilt, ownTriggers: true, plan: func(c *Context) (*passes.Plan, error) { return vdnnPlan(c, "vdnn-all", false) }}
+	Checkpoint   Policy = &spec{name: "checkpoint", order: passes.OrderAsBuilt, plan: checkpointPolicy}
+	SuperNeurons Policy = &spec{name: "superneurons", order: passes.OrderAsBuilt, ownTriggers: true, plan: superNeuronsPolicy}
+	Capuchin     Policy = &spec{name: "capuchin", order: passes.OrderAsBuilt, ownTriggers: true, plan: capuchinPolicy}
 	Modnn        Policy = &spec{name: "modnn", ownTriggers: true, subBatches: true, plan: modnnPolicy}
 	TFLMS        Policy = &spec{name: "tflms", ownTriggers: true, plan: tflmsPolicy, params: tflmsParamSpecs,
 		check: func(m map[string]string) error { _, err := parseTFLMSParams(m); return err }}

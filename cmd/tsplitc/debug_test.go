@@ -17,14 +17,14 @@ func TestDebugFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"plan/round-1/decide", "plan/round-1/insert", "control-edges", "layout", "total"} {
+	for _, want := range []string{"plan/order-dfs/round-1/decide", "plan/order-as-built/round-1/insert", "control-edges", "layout", "total"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("-d time lacks %q:\n%s", want, errs)
 		}
 	}
-	_, errs, code = tsplitc(t, append(args, "-d", "dump-after=plan/round-1/insert")...)
-	if code != 0 || strings.Count(errs, "# after ") != 1 || !strings.Contains(errs, "# after plan/round-1/insert\n") {
-		t.Errorf("exit %d; -d dump-after=plan/round-1/insert wrote:\n%.500s", code, errs)
+	_, errs, code = tsplitc(t, append(args, "-d", "dump-after=plan/order-dfs/round-1/insert")...)
+	if code != 0 || strings.Count(errs, "# after ") != 1 || !strings.Contains(errs, "# after plan/order-dfs/round-1/insert\n") {
+		t.Errorf("exit %d; -d dump-after=plan/order-dfs/round-1/insert wrote:\n%.500s", code, errs)
 	}
 	_, errs, code = tsplitc(t, append(args, "-d", "trace")...)
 	if code != 2 || !strings.Contains(errs, "dump-after=PASS") || !strings.Contains(errs, "time") {

@@ -26,6 +26,7 @@ type planFlags struct {
 	out    string
 	memory string // the budget
 	policy string
+	order  string
 	params []string // --policy-param NAME=VALUE[,NAME=VALUE…]
 	device string
 	check  bool
@@ -40,6 +41,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file (tsplitc profile lists them)")
 	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
 	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(policy.Names(), ", "))
+	fl.StringVar(&f.order, "order", "auto", "op order to plan under: auto (tsplit plans under every order and keeps the fastest plan; other policies use their own), dfs (TSPLIT Alg. 1), alap (depth-first forward, backward as late as possible), as-built")
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
 	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
 	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
@@ -94,6 +96,7 @@ func (f *planFlags) options() (tsplit.Options, error) {
 		}
 	}
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
+	opts.Order = f.order
 	return opts, nil
 }
 

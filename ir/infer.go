@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tsplit/tsplit/internal/quote"
 )
@@ -20,7 +21,14 @@ type InferCtx struct {
 	Opset int64
 
 	outs []inferred
+	// needConst lists the inputs the rule required constant (needConstIn
+	// records them); Infer checks them against Schema.ConstIn.
+	needConst []int
 }
+
+// needConstIn records that the rule cannot infer the output shapes
+// without input i's compile-time value.
+func (c *InferCtx) needConstIn(i int) { c.needConst = append(c.needConst, i) }
 
 type inferred struct {
 	set   bool
@@ -131,7 +139,15 @@ func Infer(op *Op, opset int64) ([]DType, []Shape, []*Tensor, error) {
 		}
 	}
 	c := &InferCtx{Op: op, Opset: opset, outs: make([]inferred, len(op.outputs))}
-	if err := s.Infer(c); err != nil {
+	err := s.Infer(c)
+	for _, i := range c.needConst {
+		if !slices.Contains(s.ConstIn, i) {
+			// A bug in the op table, not in the model: the planner would
+			// evict a value this rule needs constant.
+			return nil, nil, nil, fmt.Errorf("%s: the inference rule of %s needs input %d constant, but its schema does not list it in ConstIn (a bug in tsplit's op table)", op.Describe(), s.Name(), i)
+		}
+	}
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	dts := make([]DType, len(op.outputs))

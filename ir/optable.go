@@ -56,6 +56,13 @@ type Schema struct {
 	// indices, axes, running statistics, ratios). Autodiff asks no rule
 	// for them.
 	NoGrad []int
+	// ConstIn lists the inputs the inference rule reads as compile-time
+	// constants (Reshape's target shape, Slice's starts, ends, axes and
+	// steps, Expand's shape): without their values the output shape is
+	// unknown. A value read there must stay a constant, so no planner
+	// evicts it (Value.Pinned). Infer refuses a rule that asks for
+	// another input's constant, so the list cannot fall behind the rule.
+	ConstIn []int
 	// Since is the first default-domain opset that defines the op, when
 	// that is later than the first opset the frontend reads (7); 0
 	// otherwise. Inference refuses the op in a model importing an

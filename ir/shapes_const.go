@@ -21,8 +21,8 @@ func init() {
 			"value_string": AttrString, "value_strings": AttrStrings,
 		}, Infer: inferConstant})
 	Register(&Schema{Type: "ConstantOfShape", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"value": AttrTensor}, Infer: inferConstantOfShape, Since: 9})
-	Register(&Schema{Type: "Range", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferRange, Since: 11})
+		Attrs: map[string]AttrType{"value": AttrTensor}, Infer: inferConstantOfShape, ConstIn: []int{0}, Since: 9})
+	Register(&Schema{Type: "Range", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferRange, ConstIn: []int{0, 1, 2}, Since: 11})
 	// Cast and CastLike gained saturate (float8 targets) in opset 19.
 	Register(&Schema{Type: "Cast", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"to": AttrInt, "saturate": AttrInt}, Infer: inferCast, Elementwise: true})
@@ -175,6 +175,7 @@ func inferRange(c *InferCtx) error {
 		if len(v.Shape) > 1 || numElems(v.Shape) != 1 {
 			return c.Errorf("%s (%s) has shape %v, want a scalar", inName(c, i), names[i], v.Shape)
 		}
+		c.needConstIn(i)
 		if ts[i] = numIn(c, i); ts[i] == nil {
 			return c.Errorf("%s (%s) is not a compile-time constant; Range needs constant inputs to infer its static output size", inName(c, i), names[i])
 		}

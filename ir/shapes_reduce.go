@@ -16,7 +16,7 @@ func init() {
 	for _, t := range reduceOps {
 		Register(&Schema{Type: t, MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: 1,
 			Attrs: map[string]AttrType{"axes": AttrInts, "keepdims": AttrInt, "noop_with_empty_axes": AttrInt},
-			Infer: inferReduce, NoGrad: []int{1}})
+			Infer: inferReduce, NoGrad: []int{1}, ConstIn: []int{1}})
 	}
 	for _, t := range []string{"ArgMax", "ArgMin"} {
 		Register(&Schema{Type: t, MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,

@@ -12,30 +12,30 @@ func init() {
 	// optional input since 13; num_outputs exists since 18.
 	Register(&Schema{Type: "Split", MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: -1,
 		Attrs: map[string]AttrType{"axis": AttrInt, "split": AttrInts, "num_outputs": AttrInt}, Infer: inferSplit,
-		NoGrad: []int{1}})
+		NoGrad: []int{1}, ConstIn: []int{1}})
 	// Slice: inputs since opset 10; the opset-1 attributes are accepted.
 	Register(&Schema{Type: "Slice", MinIn: 1, MaxIn: 5, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"starts": AttrInts, "ends": AttrInts, "axes": AttrInts}, Infer: inferSlice,
-		View: OffsetView, ViewAt: contiguousSlice, NoGrad: []int{1, 2, 3, 4}})
+		View: OffsetView, ViewAt: contiguousSlice, NoGrad: []int{1, 2, 3, 4}, ConstIn: []int{1, 2, 3, 4}})
 	// Pad: pads and constant_value are inputs since opset 11, axes since
 	// 18; the opset-2 attributes pads/value are accepted.
 	Register(&Schema{Type: "Pad", MinIn: 1, MaxIn: 4, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"mode": AttrString, "pads": AttrInts, "value": AttrFloat}, Infer: inferPad,
-		NoGrad: []int{1, 3}}) // constant_value (2) has a gradient
+		NoGrad: []int{1, 3}, ConstIn: []int{1, 3}}) // constant_value (2) has a gradient
 	Register(&Schema{Type: "Reshape", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"allowzero": AttrInt}, Infer: inferReshape, View: WholeView, NoGrad: []int{1}})
+		Attrs: map[string]AttrType{"allowzero": AttrInt}, Infer: inferReshape, View: WholeView, NoGrad: []int{1}, ConstIn: []int{1}})
 	Register(&Schema{Type: "Flatten", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferFlatten, View: WholeView})
 	Register(&Schema{Type: "Transpose", MinIn: 1, MaxIn: 1, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"perm": AttrInts}, Infer: inferTranspose})
 	// Squeeze/Unsqueeze: axes attribute up to opset 12, input since 13.
 	Register(&Schema{Type: "Squeeze", MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferSqueeze, View: WholeView, NoGrad: []int{1}})
+		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferSqueeze, View: WholeView, NoGrad: []int{1}, ConstIn: []int{1}})
 	Register(&Schema{Type: "Unsqueeze", MinIn: 1, MaxIn: 2, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferUnsqueeze, View: WholeView, NoGrad: []int{1}})
+		Attrs: map[string]AttrType{"axes": AttrInts}, Infer: inferUnsqueeze, View: WholeView, NoGrad: []int{1}, ConstIn: []int{1}})
 	Register(&Schema{Type: "Expand", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferExpand,
-		NoGrad: []int{1}, Since: 8})
-	Register(&Schema{Type: "Tile", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferTile, NoGrad: []int{1}})
+		NoGrad: []int{1}, ConstIn: []int{1}, Since: 8})
+	Register(&Schema{Type: "Tile", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1, Infer: inferTile, NoGrad: []int{1}, ConstIn: []int{1}})
 	Register(&Schema{Type: "Gather", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferGather, NoGrad: []int{1}})
 	Register(&Schema{Type: "GatherElements", MinIn: 2, MaxIn: 2, MinOut: 1, MaxOut: 1,
@@ -46,7 +46,7 @@ func init() {
 	Register(&Schema{Type: "ScatterND", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1,
 		Attrs: map[string]AttrType{"reduction": AttrString}, Infer: inferScatterND, NoGrad: []int{1}, Since: 11})
 	Register(&Schema{Type: "OneHot", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1,
-		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferOneHot, NoGrad: []int{0, 1}, Since: 9})
+		Attrs: map[string]AttrType{"axis": AttrInt}, Infer: inferOneHot, NoGrad: []int{0, 1}, ConstIn: []int{1}, Since: 9})
 	Register(&Schema{Type: "Where", MinIn: 3, MaxIn: 3, MinOut: 1, MaxOut: 1, Infer: inferWhere,
 		Elementwise: true, NoGrad: []int{0}, Since: 9})
 }
@@ -880,6 +880,7 @@ func inferOneHot(c *InferCtx) error {
 	if d := c.In(1); numElems(d.Shape) != 1 || len(d.Shape) > 1 {
 		return c.Errorf("input 1 (depth) has shape %v, want a scalar", d.Shape)
 	}
+	c.needConstIn(1)
 	dt := numIn(c, 1)
 	if dt == nil {
 		return c.Errorf("%s (depth) is not a compile-time constant; OneHot needs it to infer static shapes", inName(c, 1))

@@ -52,6 +52,7 @@ func constIntsInput(c *InferCtx, i int, what string) ([]int64, error) {
 	if c.In(i) == nil {
 		return nil, c.Errorf("input %d (%s) is missing", i, what)
 	}
+	c.needConstIn(i)
 	t := c.Const(i)
 	if t == nil {
 		return nil, c.Errorf("%s (%s) is not a compile-time constant; %s needs it to infer static shapes", inName(c, i), what, c.Op.Type)

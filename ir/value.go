@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ValueID is a dense per-graph identifier of a value.
 type ValueID int32
@@ -102,6 +105,40 @@ func (v *Value) Data() (*Tensor, error) {
 
 // IsConst reports whether v is known at compile time.
 func (v *Value) IsConst() bool { return v.Const != nil || v.Load != nil }
+
+// Pinned reports whether v must stay the compile-time constant it is:
+// a constant (an initializer, or an op output inference folded, such as
+// Shape→Gather→Concat) that reaches an input its op needs constant
+// (Schema.ConstIn: Reshape's target shape, Slice's starts), directly or
+// through ops whose outputs are folded. A planner never evicts a pinned
+// value: a restored copy, a recomputed clone or the merge of a split is
+// an op result that inference cannot fold, so the ops reading it would
+// lose their static shapes (ir.Verify refuses the graph). Folded values
+// that only feed computation (a weight's small transform) are not
+// pinned.
+func (v *Value) Pinned() bool {
+	if !v.IsConst() {
+		return false
+	}
+	seen := map[*Value]bool{v: true}
+	work := []*Value{v}
+	for len(work) > 0 {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, u := range x.uses {
+			if s := LookupSchema(u.Op.Domain, u.Op.Type); s != nil && slices.Contains(s.ConstIn, u.Index) {
+				return true
+			}
+			for _, w := range u.Op.outputs {
+				if w != nil && w.Const != nil && !seen[w] {
+					seen[w] = true
+					work = append(work, w)
+				}
+			}
+		}
+	}
+	return false
+}
 
 func (v *Value) String() string { return fmt.Sprintf("%%%d", v.ID) }
 

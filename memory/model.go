@@ -39,6 +39,15 @@ type Interval struct {
 	Start, End int
 }
 
+// Evictable reports whether a policy may evict the interval's value
+// (swap it out, recompute it, split it): an activation or a graph input
+// that is not pinned as a compile-time constant (ir.Value.Pinned).
+// Weights and workspaces stay. Every policy's candidate selection asks
+// this one question.
+func (iv *Interval) Evictable() bool {
+	return iv.Value != nil && (iv.Kind == Activation || iv.Kind == Input) && !iv.Value.Pinned()
+}
+
 // Name describes the interval in messages.
 func (iv *Interval) Name() string {
 	if iv.Value != nil {

@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"slices"
+
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/profile"
@@ -65,7 +67,8 @@ type PolicyContext struct {
 
 // SplitChoices tells a split planner how each op of m's graph may be
 // split: the FT-compatible splits (FTCompat) that InsertSplit can
-// realize — every concat or sum split of a deterministic op. A random op
+// realize — every concat or sum split of a deterministic op that leaves
+// pinned values whole (slicesPinned). A random op
 // (Dropout in training) is never split: its micro-ops would draw other
 // masks and the planned step would differ from the unplanned one. The
 // analysis runs on first use: most rounds never split.
@@ -77,7 +80,7 @@ func SplitChoices(m *ir.Model) func(op *ir.Op) []DimMap {
 		}
 		var out []DimMap
 		for _, d := range ft.Of(op) {
-			if !d.Random {
+			if !d.Random && !slicesPinned(op, &d) {
 				out = append(out, d)
 			}
 		}
@@ -85,11 +88,33 @@ func SplitChoices(m *ir.Model) func(op *ir.Op) []DimMap {
 	}
 }
 
+// slicesPinned reports whether splitting op along d would turn a value
+// that must be a compile-time constant into an op result: an output that
+// is pinned (ir.Value.Pinned; the merge of micro-outputs is not
+// constant), or an input the op needs constant (ir.Schema.ConstIn) that
+// d slices. Such splits are never offered.
+func slicesPinned(op *ir.Op, d *DimMap) bool {
+	for _, v := range op.Outputs() {
+		if v != nil && v.Pinned() {
+			return true
+		}
+	}
+	s := ir.LookupSchema(op.Domain, op.Type)
+	for j, in := range d.Inputs {
+		if !in.Whole() && s != nil && slices.Contains(s.ConstIn, j) {
+			return true
+		}
+	}
+	return false
+}
+
 // Clonable reports whether InsertSwapRecompute can recompute v by
 // cloning its producer: an op on the device that is not a copy. A random
 // op (ir.Schema.Random) is never recomputed: the clone, under another
-// name, would draw different numbers.
+// name, would draw different numbers. Nor is a pinned value
+// (ir.Value.Pinned): the clone's output would not be a compile-time
+// constant.
 func Clonable(v *ir.Value) bool {
 	d := v.Def
-	return d != nil && ir.CopyOf(d) == ir.NoCopy && !d.Host && !ir.IsRandom(d)
+	return d != nil && ir.CopyOf(d) == ir.NoCopy && !d.Host && !ir.IsRandom(d) && !v.Pinned()
 }

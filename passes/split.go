@@ -332,6 +332,8 @@ func checkSplit(op *ir.Op, d *SplitDecision) error {
 		// Micro-ops would draw other masks than the whole op: the planned
 		// step would not equal the unplanned one.
 		return fmt.Errorf("split: %s is random; its micro-ops would not reproduce it", op.Describe())
+	case slicesPinned(op, dm):
+		return fmt.Errorf("split: %s computes or reads a value that must stay a compile-time constant (shape data); splitting it would make it an op result", op.Describe())
 	}
 	for i, y := range op.Outputs() {
 		if y != nil && dm.Merge == MergeConcat && (dm.Outputs[i].Dim < 0 || dm.Outputs[i].Dim >= len(y.Shape)) {

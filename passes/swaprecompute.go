@@ -40,6 +40,11 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		if d.After < -1 || d.Before >= len(order) || d.After >= d.Before {
 			return fmt.Errorf("swap/recompute: decision for %q has positions %d..%d outside the order", d.Value.Name, d.After, d.Before)
 		}
+		if d.Value.Pinned() {
+			// A restored copy or a clone is not a compile-time constant:
+			// the ops that need the value constant would lose their shapes.
+			return fmt.Errorf("swap/recompute: %q must stay a compile-time constant (shape data) and cannot be evicted", d.Value.Name)
+		}
 		a := anchors{before: order[d.Before]}
 		if d.After >= 0 {
 			a.after = order[d.After] // nil: a graph input, evicted before the first op

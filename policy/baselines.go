@@ -123,11 +123,11 @@ func (f *fmaps) defPos(v *ir.Value) int {
 	return f.pos[v.Def.ID]
 }
 
-// evictable reports whether v may be evicted: an activation or a graph
-// input, never a weight.
+// evictable reports whether v may be evicted (memory.Interval.Evictable):
+// an activation or a graph input, never a weight or a pinned constant.
 func (f *fmaps) evictable(v *ir.Value) bool {
 	iv := f.interval(v)
-	return iv != nil && (iv.Kind == memory.Activation || iv.Kind == memory.Input)
+	return iv != nil && iv.Evictable()
 }
 
 // crosses reports whether v is a crossing value: an activation (or graph

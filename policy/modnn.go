@@ -357,7 +357,7 @@ func (m *modnn) offloadable(i int) []offloadCand {
 	for _, idx := range m.liveAcross(i) {
 		iv := &c.Mem.Intervals[idx]
 		v := iv.Value
-		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= m.n || m.byVal[v.ID] != nil || reads(op, v) {
+		if !iv.Evictable() || iv.Start >= i || iv.End <= i || iv.End >= m.n || m.byVal[v.ID] != nil || reads(op, v) {
 			continue
 		}
 		a, q := iv.Start, -1

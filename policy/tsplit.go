@@ -460,7 +460,7 @@ func (pl *planner) candidates(i int) []candidate {
 	for _, idx := range pl.liveAt(i) {
 		iv := &pl.Mem.Intervals[idx]
 		v := iv.Value
-		if (iv.Kind != memory.Activation && iv.Kind != memory.Input) || v == nil || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] {
+		if !iv.Evictable() || iv.Start >= i || iv.End <= i || iv.End >= pl.n || pl.decided[v.ID] {
 			continue
 		}
 		if reads(op, v) {

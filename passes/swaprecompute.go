@@ -119,7 +119,7 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 					names[i] = fresh(o.Name + "/recompute")
 				}
 			}
-			attrs := append([]ir.Attr(nil), def.Attrs...)
+			attrs := cloneAttrs(def)
 			inputs := append([]*ir.Value(nil), def.Inputs()...)
 			for j, w := range inputs {
 				if w != nil {
@@ -150,4 +150,27 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		}
 	}
 	return reuseRecomputed(g, plan.Budget, clones)
+}
+
+// cloneAttrs returns the attributes of a recomputation clone of def:
+// def's own, except that a training-mode BatchNormalization gets
+// momentum 1. Its running-statistics outputs are required in training
+// mode (ONNX Runtime refuses the node without them) and nobody reads
+// the clone's, but ONNX Runtime may write them into the buffers of the
+// running statistics it reads, which the original node has already
+// updated there: the update would be applied twice. With momentum 1
+// the clone's update, mean·1 + batch_mean·0, writes back what it read,
+// and its normalised output does not depend on momentum.
+func cloneAttrs(def *ir.Op) []ir.Attr {
+	attrs := append([]ir.Attr(nil), def.Attrs...)
+	if def.Domain != "" || def.Type != "BatchNormalization" || !ir.BatchNormTraining(def) {
+		return attrs
+	}
+	for i := range attrs {
+		if attrs[i].Name == "momentum" {
+			attrs[i].Float, attrs[i].Src = 1, nil // Src would be written instead
+			return attrs
+		}
+	}
+	return append(attrs, ir.Attr{Name: "momentum", Type: ir.AttrFloat, Float: 1})
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
+	"github.com/tsplit/tsplit/internal/onnxtest"
 	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/onnxpb"
 )
 
 // ortRelTol bounds max |ours − ORT| over an output tensor, relative to
@@ -57,7 +57,7 @@ func compareWithORT(t *testing.T, name string, batch int64) {
 	// The model ORT runs: the file itself, or a copy whose Dropout
 	// ratios were zeroed.
 	ortPath := path
-	if n := zeroDropoutRatios(t, mp); n > 0 {
+	if n := onnxtest.ZeroDropoutRatios(t, mp); n > 0 {
 		ortPath = filepath.Join(t.TempDir(), name+"-nodrop.onnx")
 		b, err := compiler.EncodeModel(mp)
 		if err != nil {
@@ -201,64 +201,6 @@ func relErr(got []byte, want []float32) (float64, int, error) {
 		return diff, worst, nil
 	}
 	return diff / scale, worst, nil
-}
-
-// zeroDropoutRatios sets the ratio of every Dropout node whose ratio is a
-// Constant node or an initializer to 0 and returns how many were not 0
-// before.
-func zeroDropoutRatios(t *testing.T, mp *onnxpb.ModelProto) int {
-	g := mp.GetGraph()
-	ratios := map[string]bool{}
-	for _, n := range g.GetNode() {
-		if n.GetOpType() == "Dropout" && len(n.GetInput()) > 1 && n.GetInput()[1] != "" {
-			ratios[n.GetInput()[1]] = true
-		}
-	}
-	changed := 0
-	zero := func(tp *onnxpb.TensorProto) {
-		nonzero := false
-		for i, b := range tp.RawData {
-			nonzero = nonzero || b != 0
-			tp.RawData[i] = 0
-		}
-		for i, f := range tp.FloatData {
-			nonzero = nonzero || f != 0
-			tp.FloatData[i] = 0
-		}
-		for i, f := range tp.DoubleData {
-			nonzero = nonzero || f != 0
-			tp.DoubleData[i] = 0
-		}
-		if nonzero {
-			changed++
-		}
-	}
-	for _, n := range g.GetNode() {
-		if n.GetOpType() != "Constant" || len(n.GetOutput()) != 1 || !ratios[n.GetOutput()[0]] {
-			continue
-		}
-		found := false
-		for _, a := range n.GetAttribute() {
-			if a.GetName() == "value" && a.T != nil {
-				zero(a.T)
-				found = true
-			}
-		}
-		if !found {
-			t.Fatalf("Dropout ratio %q comes from a Constant without a tensor value", n.GetOutput()[0])
-		}
-		delete(ratios, n.GetOutput()[0])
-	}
-	for _, tp := range g.GetInitializer() {
-		if ratios[tp.GetName()] {
-			zero(tp)
-			delete(ratios, tp.GetName())
-		}
-	}
-	for r := range ratios {
-		t.Fatalf("Dropout ratio %q is computed at run time; cannot zero it", r)
-	}
-	return changed
 }
 
 func mustDev(t testing.TB, pool int64) *cpu.Device {

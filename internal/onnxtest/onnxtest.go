@@ -113,3 +113,63 @@ func ReluChain() *onnxpb.ModelProto {
 		FloatTensor("b", []int64{4}, []float32{1, 2, 3, 4}),
 	)
 }
+
+// ZeroDropoutRatios sets the ratio of every Dropout node whose ratio is a
+// Constant node or an initializer to 0 and returns how many were not 0
+// before. ONNX Runtime's Dropout masks differ from run to run and from
+// tsplit's, so tests comparing runs make the masks all ones.
+func ZeroDropoutRatios(t testing.TB, mp *onnxpb.ModelProto) int {
+	t.Helper()
+	g := mp.GetGraph()
+	ratios := map[string]bool{}
+	for _, n := range g.GetNode() {
+		if n.GetOpType() == "Dropout" && len(n.GetInput()) > 1 && n.GetInput()[1] != "" {
+			ratios[n.GetInput()[1]] = true
+		}
+	}
+	changed := 0
+	zero := func(tp *onnxpb.TensorProto) {
+		nonzero := false
+		for i, b := range tp.RawData {
+			nonzero = nonzero || b != 0
+			tp.RawData[i] = 0
+		}
+		for i, f := range tp.FloatData {
+			nonzero = nonzero || f != 0
+			tp.FloatData[i] = 0
+		}
+		for i, f := range tp.DoubleData {
+			nonzero = nonzero || f != 0
+			tp.DoubleData[i] = 0
+		}
+		if nonzero {
+			changed++
+		}
+	}
+	for _, n := range g.GetNode() {
+		if n.GetOpType() != "Constant" || len(n.GetOutput()) != 1 || !ratios[n.GetOutput()[0]] {
+			continue
+		}
+		found := false
+		for _, a := range n.GetAttribute() {
+			if a.GetName() == "value" && a.T != nil {
+				zero(a.T)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("Dropout ratio %q comes from a Constant without a tensor value", n.GetOutput()[0])
+		}
+		delete(ratios, n.GetOutput()[0])
+	}
+	for _, tp := range g.GetInitializer() {
+		if ratios[tp.GetName()] {
+			zero(tp)
+			delete(ratios, tp.GetName())
+		}
+	}
+	for r := range ratios {
+		t.Fatalf("Dropout ratio %q is computed at run time; cannot zero it", r)
+	}
+	return changed
+}

@@ -93,6 +93,14 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 		}
 	}
 
+	first := ir.OpID(g.NumOpIDs()) // the ops from here on are backward's
+	units := geluUnits(g)
+	inUnit := make([]bool, g.NumOpIDs())
+	for _, u := range units {
+		for _, op := range u.interior {
+			inUnit[op.ID] = true
+		}
+	}
 	b := NewBuilder(m, ir.Backward, "grad/")
 	grads := make([]*ir.Value, nv)
 	grads[loss.ID] = b.Op("ConstantOfShape", []*ir.Value{b.Ints(loss.Shape...)},
@@ -102,6 +110,18 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 	}
 	for i := len(order) - 1; i >= 0; i-- {
 		op := order[i]
+		if inUnit[op.ID] {
+			continue // differentiated with its unit's last op
+		}
+		if u := units[op.ID]; u != nil {
+			if dy := grads[op.Output(0).ID]; dy != nil && useful[u.in.ID] {
+				grads[u.in.ID] = b.Add(grads[u.in.ID], u.grad(b, u.in, dy))
+			}
+			if err := b.Err(); err != nil {
+				return nil, fmt.Errorf("autodiff: gradient of %s: %w", op.Describe(), err)
+			}
+			continue
+		}
 		dy := make([]*ir.Value, len(op.Outputs()))
 		any := false
 		for j, out := range op.Outputs() {
@@ -147,6 +167,7 @@ func Grad(m *ir.Model, loss *ir.Value, wrt []*ir.Value) ([]*ir.Value, error) {
 			return nil, err
 		}
 	}
+	readOriginals(g, first)
 	out := make([]*ir.Value, len(wrt))
 	for i, v := range wrt {
 		out[i] = grads[v.ID]

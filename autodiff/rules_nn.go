@@ -918,20 +918,16 @@ func dropoutGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value
 	if g == nil || !need[0] {
 		return out
 	}
-	tm := op.Input(2)
-	train, known := nnConstBool(tm)
-	if tm == nil || (known && !train) {
+	if dropoutIdentity(op) {
 		out[0] = g
 		return out
 	}
+	tm := op.Input(2)
+	_, known := nnConstBool(tm)
 	var scale *ir.Value
 	if rv := op.Input(1); rv == nil {
 		scale = b.Scalar(x.DType, 1/(1-float64(op.AttrFloat("ratio", 0.5))))
 	} else if r, ok := nnConstFloat(rv); ok {
-		if r == 0 {
-			out[0] = g
-			return out
-		}
 		scale = b.Scalar(x.DType, 1/(1-r))
 	} else {
 		rc := rv
@@ -964,9 +960,7 @@ func geluGrad(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
 	var d *ir.Value
 	switch ap := op.AttrString("approximate", "none"); ap {
 	case "none":
-		cdf := b.Mul(c(0.5), b.Add(c(1), b.Op("Erf", []*ir.Value{b.Mul(x, c(1/math.Sqrt2))})))
-		pdf := b.Mul(c(1/math.Sqrt(2*math.Pi)), b.Op("Exp", []*ir.Value{b.Mul(b.Mul(x, x), c(-0.5))}))
-		d = b.Add(cdf, b.Mul(x, pdf))
+		d = geluExactDeriv(b, x)
 	case "tanh":
 		k := math.Sqrt(2 / math.Pi)
 		x2 := b.Mul(x, x)

@@ -650,16 +650,28 @@ func TestResNet18TrainsMonotonically(t *testing.T) {
 }
 
 // TestSavedFeatureMapsVsPyTorch compares the feature maps tsplit's
-// resnet18 training step (batch 8) keeps for backward — the forward
+// training steps of resnet18 (batch 8), transformer and
+// transformer_nodrop (batch 4) keep for backward — the forward
 // values autodiff.SavedForBackward lists, each counted once, without
 // parameters, other weights (BatchNormalization running statistics),
 // compile-time constants and values computed from weights alone — with
 // the bytes PyTorch's autograd saves (scripts/torch_saved.py: the
 // saved-tensor pack hook's storages, parameters and buffers excluded).
-// It logs both, the ratio and both breakdowns, and asserts only that
-// both are positive and within 2× of each other.
+// It logs both, the ratio and both breakdowns, and asserts that tsplit
+// keeps no more than PyTorch (and at least half of it). The transformer
+// exports are covered too: their ratio-0 Dropouts cost a copy of the
+// ReLU output until backward ops read the original (autodiff, saved.go);
+// transformer_nodrop kept 2.13 MiB against PyTorch's 1.69 MiB before.
 func TestSavedFeatureMapsVsPyTorch(t *testing.T) {
-	const name, batch = "resnet18", 8
+	for _, c := range []struct {
+		name  string
+		batch int
+	}{{"resnet18", 8}, {"transformer", 4}, {"transformer_nodrop", 4}} {
+		t.Run(c.name, func(t *testing.T) { savedVsPyTorch(t, c.name, c.batch) })
+	}
+}
+
+func savedVsPyTorch(t *testing.T, name string, batch int) {
 	m, ti := trainingStep(t, name, batch, compiler.TrainOptions{Loss: "cross-entropy"})
 	g := m.Graph
 	params := map[string]bool{}
@@ -756,7 +768,7 @@ func TestSavedFeatureMapsVsPyTorch(t *testing.T) {
 	if fmaps <= 0 || torch.Bytes <= 0 {
 		t.Fatalf("saved bytes must be positive: tsplit %d, PyTorch %d", fmaps, torch.Bytes)
 	}
-	if r := float64(fmaps) / float64(torch.Bytes); r > 2 || r < 0.5 {
-		t.Errorf("tsplit saves %.2f× what PyTorch saves (%d vs %d bytes); want within 2×", r, fmaps, torch.Bytes)
+	if r := float64(fmaps) / float64(torch.Bytes); r > 1 || r < 0.5 {
+		t.Errorf("tsplit saves %.3f× what PyTorch saves (%d vs %d bytes); want at most 1× (and at least 0.5×)", r, fmaps, torch.Bytes)
 	}
 }

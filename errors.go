@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/policy"
 )
@@ -92,15 +93,27 @@ type InfeasibleError struct {
 	// bytes that stay live there, when the planner says ("", 0 else).
 	At   string
 	Need int64
+	// Feasible is a budget the same policy was seen to plan, when
+	// Options.FindFeasible asked for one (0: not searched, or none
+	// found); Infeasible is the largest budget seen to fail (at least
+	// Budget) and Tries the plans the search made. Planning is not
+	// monotonic in the budget, so a budget between the two may plan or
+	// not; the lower bound is no such promise.
+	Feasible, Infeasible int64
+	Tries                int
 	// Err is the planner's error.
 	Err error
 }
 
 func (e *InfeasibleError) Error() string {
+	msg := e.Err.Error()
 	if e.File != "" {
-		return e.File + ": " + e.Err.Error()
+		msg = e.File + ": " + msg
 	}
-	return e.Err.Error()
+	if e.Feasible > 0 {
+		msg += fmt.Sprintf(" — %d more plans found a budget that fits: %d bytes (%s; %s does not)", e.Tries, e.Feasible, units.Bytes(e.Feasible), units.Bytes(e.Infeasible))
+	}
+	return msg
 }
 
 func (e *InfeasibleError) Unwrap() error { return e.Err }

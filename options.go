@@ -66,6 +66,13 @@ type Options struct {
 	// an InfeasibleError wrapping a *policy.SubBatchLimitError.
 	MaxSubBatches, MaxSubBatchOps int
 
+	// FindFeasible makes a budget the policy cannot fit cost more plans:
+	// planning again, by bisection between that budget and the
+	// unplanned peak (at most maxFeasibleTries plans), finds a budget
+	// the policy does fit, reported in InfeasibleError.Feasible. Off,
+	// a failed plan costs nothing more (the benchmark probes many).
+	FindFeasible bool
+
 	// Check runs ir.Verify after every pass; DumpAfter names the passes
 	// after which the IR is written to DumpTo (a name such as
 	// plan/round-2/insert, a path.Match pattern, or a last element such

@@ -9,6 +9,7 @@ import (
 	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/policy"
 )
@@ -263,6 +264,10 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 			return nil, err
 		}
 	}
+	var unplanned *ir.Model
+	if opts.FindFeasible {
+		unplanned = m.Clone() // planning rewrites m; the search needs the step as it was
+	}
 	start := time.Now()
 	pres, err := planModel(ctx, m, &opts, pol, popts, pr)
 	res := result(pres, &opts)
@@ -273,7 +278,12 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		if ctx.Err() != nil {
 			return res, withFile(m.Path, err)
 		}
-		return res, planError(m.Path, err, pol, pres, popts)
+		err = planError(m.Path, err, pol, pres, popts)
+		var ie *InfeasibleError
+		if unplanned != nil && pres != nil && pres.Report != nil && errors.As(err, &ie) {
+			findFeasible(ctx, unplanned, &opts, pol, popts, pres.Report, ie)
+		}
+		return res, err
 	}
 	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
 	if opts.Output != "" {
@@ -313,6 +323,45 @@ func planModel(ctx context.Context, step *ir.Model, o *Options, pol policy.Polic
 		return policy.PlanSubBatched(ctx, step, mb, pol, *popts)
 	}
 	return policy.Plan(ctx, step, pol, *popts)
+}
+
+// maxFeasibleTries bounds the plans findFeasible makes.
+const maxFeasibleTries = 8
+
+// findFeasible looks for a budget the policy fits after it failed at
+// r.Budget: it plans a copy of the unplanned step at the unplanned peak
+// (which must fit), then bisects between the failed budget and the
+// least budget seen to fit, until the two are within 1 % of the peak or
+// maxFeasibleTries plans are made. The result is deterministic, and a
+// budget that planned, not an estimate: the planner is not monotonic
+// in the budget, so no bound can promise one. It fills ie.Feasible,
+// ie.Infeasible and ie.Tries (Feasible stays 0 when even the peak does
+// not plan, or ctx ends first).
+func findFeasible(ctx context.Context, unplanned *ir.Model, o *Options, pol policy.Policy, popts *policy.Options, r *passes.Report, ie *InfeasibleError) {
+	lo, hi := r.Budget, r.BasePeak
+	if hi <= lo {
+		return // failed at or above the peak: not a question of budget
+	}
+	fits := func(budget int64) bool {
+		ie.Tries++
+		po := *popts
+		po.Budget = budget
+		_, err := planModel(ctx, unplanned.Clone(), o, pol, &po, &progress{})
+		return err == nil
+	}
+	if !fits(hi) {
+		return
+	}
+	step := max(hi/100, memory.Alignment)
+	for ie.Tries < maxFeasibleTries && hi-lo > step && ctx.Err() == nil {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	ie.Feasible, ie.Infeasible = hi, lo
 }
 
 // result gathers what the planner reported (nil when no plan started).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -118,6 +119,56 @@ func TestInfeasibleErrors(t *testing.T) {
 		if res == nil || res.BasePeak != 7693312 {
 			t.Errorf("%s: the partial result does not carry the unplanned peak: %+v", c.policy, res)
 		}
+	}
+}
+
+// With FindFeasible, a budget the policy cannot fit costs a bounded
+// number of plans more, and the error names a budget that plans: the
+// regression of issue 12 item 3, where the message's "nearest feasible
+// budget: at least X" was a bound the planner did not reach (inception
+// at batch 2: X = 122.76 MiB for tsplit-nosplit, which failed up to
+// 150 MiB). Planning at the budget found succeeds, and the search is
+// deterministic.
+func TestInfeasibleFindsAFeasibleBudget(t *testing.T) {
+	const budget = 4220313 // as in TestInfeasibleErrors
+	for _, pol := range []string{"tsplit-nosplit", "checkpoint"} {
+		t.Run(pol, func(t *testing.T) {
+			var found []int64
+			for range 2 {
+				_, err := tsplit.PlanFile(context.Background(), vgg16, tsplit.Options{Batch: 16, Budget: budget, Policy: pol, FindFeasible: true})
+				var ie *tsplit.InfeasibleError
+				if !errors.As(err, &ie) {
+					t.Fatalf("%v, want an InfeasibleError", err)
+				}
+				t.Logf("%v", err)
+				if ie.Feasible <= budget || ie.Feasible > ie.BasePeak || ie.Infeasible < budget || ie.Infeasible >= ie.Feasible || ie.Tries < 1 || ie.Tries > 8 {
+					t.Fatalf("feasible %d, infeasible %d after %d plans (budget %d, unplanned peak %d)", ie.Feasible, ie.Infeasible, ie.Tries, budget, ie.BasePeak)
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("%d bytes", ie.Feasible)) {
+					t.Errorf("the message does not give the budget found in bytes")
+				}
+				if strings.Contains(err.Error(), "nearest feasible") {
+					t.Errorf("the message still claims a nearest feasible budget")
+				}
+				found = append(found, ie.Feasible)
+			}
+			if found[0] != found[1] {
+				t.Errorf("two searches found %d and %d", found[0], found[1])
+			}
+			res, err := tsplit.PlanFile(context.Background(), vgg16, tsplit.Options{Batch: 16, Budget: found[0], Policy: pol})
+			if err != nil {
+				t.Fatalf("planning at the budget found, %d: %v", found[0], err)
+			}
+			if res.Pool > found[0] {
+				t.Errorf("the plan's pool %d is over the budget found %d", res.Pool, found[0])
+			}
+		})
+	}
+	// Without FindFeasible the error costs nothing more.
+	_, err := tsplit.PlanFile(context.Background(), vgg16, tsplit.Options{Batch: 16, Budget: budget, Policy: "tsplit-nosplit"})
+	var ie *tsplit.InfeasibleError
+	if !errors.As(err, &ie) || ie.Tries != 0 || ie.Feasible != 0 {
+		t.Errorf("without FindFeasible: %v (%d plans, feasible %d)", err, ie.Tries, ie.Feasible)
 	}
 }
 

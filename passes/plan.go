@@ -65,6 +65,9 @@ type InfeasibleError struct {
 }
 
 func (e *InfeasibleError) Error() string {
-	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace, split to the limit where it can be) — nearest feasible budget: at least %s",
-		units.Bytes(e.Budget), e.At, units.Bytes(e.Need), units.Bytes(e.LowerBound), units.Bytes(max(e.LowerBound, e.Need)))
+	// No budget above the bound is promised: the planner is greedy and
+	// not monotonic in the budget (tsplit.Options.FindFeasible finds a
+	// budget that plans by planning again).
+	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace, split to the limit where it can be)",
+		units.Bytes(e.Budget), e.At, units.Bytes(e.Need), units.Bytes(e.LowerBound))
 }

@@ -434,8 +434,8 @@ func accORT(t *testing.T, fam accFamily) {
 }
 
 // TestInfeasibleBudget asks for budgets below the planner's lower bound:
-// the error is an *InfeasibleError naming the lower bound and a nearest
-// feasible budget above the one asked for.
+// the error is an *InfeasibleError naming the budget, the op and the
+// lower bound, and promising no budget above it.
 func TestInfeasibleBudget(t *testing.T) {
 	const name, batch = "bert-base", 8
 	probe := plantest.Step(t, name, batch, accSGD)
@@ -473,22 +473,24 @@ func TestInfeasibleBudget(t *testing.T) {
 			if ie.Budget != budget || ie.LowerBound != lb {
 				t.Errorf("error says budget %d, lower bound %d; want %d, %d", ie.Budget, ie.LowerBound, budget, lb)
 			}
-			nearest := max(ie.LowerBound, ie.Need)
-			if nearest <= budget {
-				t.Errorf("nearest feasible budget %d is not above the budget %d", nearest, budget)
-			}
-			for _, want := range []string{units.Bytes(budget), "lower bound for this graph is " + units.Bytes(lb), "nearest feasible budget: at least " + units.Bytes(nearest)} {
+			for _, want := range []string{units.Bytes(budget), "lower bound for this graph is " + units.Bytes(lb)} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message lacks %q", want)
 				}
+			}
+			// The bound is not a budget that plans (the planner is not
+			// monotonic): the message claims none (tsplit.Options.
+			// FindFeasible finds one by planning).
+			if strings.Contains(msg, "nearest feasible") {
+				t.Errorf("message claims a nearest feasible budget: %s", msg)
 			}
 			if ie.At == "" || !strings.Contains(msg, ie.At) {
 				t.Errorf("message does not name the op where planning failed (%q)", ie.At)
 			}
 		})
 	}
-	// Above the lower bound an InfeasibleError must still point at a
-	// budget larger than the one that failed. VGG-16 at batch 8 with a
+	// Above the lower bound an InfeasibleError must still not point at
+	// a budget below the one that failed. VGG-16 at batch 8 with a
 	// budget of exactly its unplanned peak: the memory model fits
 	// without a decision, the static layout needs a bigger pool, and the
 	// planner evicts until it gives up.
@@ -508,8 +510,8 @@ func TestInfeasibleBudget(t *testing.T) {
 		if !errors.As(err, &ie) {
 			t.Fatalf("budget = unplanned peak %d: %v", peak, err)
 		}
-		if nearest := max(ie.LowerBound, ie.Need); nearest <= peak {
-			t.Errorf("a budget of the unplanned peak (%d bytes) does not plan, and the error suggests a smaller one (%d): %v", peak, nearest, err)
+		if strings.Contains(err.Error(), "nearest feasible") {
+			t.Errorf("a budget of the unplanned peak (%d bytes) does not plan, and the error suggests one: %v", peak, err)
 		}
 	})
 }

@@ -81,6 +81,9 @@ func (f *planFlags) options() (tsplit.Options, error) {
 			return opts, err
 		}
 	}
+	// A budget that does not fit costs a few more plans, and the error
+	// then names one that does.
+	opts.FindFeasible = true
 	if opts.PolicyParams, err = policy.ParseParams(f.params); err != nil {
 		return opts, usageError{fmt.Errorf("--policy-param: %w", err)}
 	}

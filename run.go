@@ -40,6 +40,11 @@ type RunOptions struct {
 	Inputs     map[string][]byte
 	InputsFile string
 	Seed       uint64
+	// CheckFinite stops the run with an error naming the first op whose
+	// output holds a NaN or ±Inf (or the fed input or weight that holds
+	// one), instead of finishing with garbage (executor.NonFiniteError).
+	// It reads every output once more. tsplitc turns it on for --train.
+	CheckFinite bool
 	// Progress, when set, is told after every iteration.
 	Progress func(Progress)
 }
@@ -208,6 +213,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	if err != nil {
 		return fail(err)
 	}
+	xopts.CheckFinite = opts.CheckFinite
 	x, err := executor.New(m, dev, xopts)
 	if err != nil {
 		return fail(err)

@@ -19,6 +19,10 @@ type Options struct {
 	Placement []int64
 	// Memory overrides the memory-model options (workspace sizes).
 	Memory memory.Options
+	// CheckFinite stops the run at the first op output, fed input or
+	// weight that holds a NaN or ±Inf (finite.go): a *NonFiniteError,
+	// inside an *OpError naming the op when an op computed it.
+	CheckFinite bool
 }
 
 // Executor runs one graph on one device. It assumes it is the only user
@@ -240,6 +244,11 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 			src = &data[0]
 		}
 		if u, ok := x.kept[idx]; !ok || v.Kind != ir.KindInit || u.off != r.Off || u.data != src || u.n != len(data) {
+			if x.opts.CheckFinite {
+				if err := checkInput(v, data); err != nil {
+					return nil, fmt.Errorf("executor: %w", err)
+				}
+			}
 			if err := x.Dev.ToDevice(*r, data); err != nil {
 				return nil, fmt.Errorf("executor: uploading %q: %w", v.Name, err)
 			}
@@ -427,6 +436,14 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 			}
 			l := &Launch{Op: op, Opset: x.Model.Opset(op.Domain), In: in, Out: out, Workspace: ws, Step: x.step}
 			t.run = func() error { return x.Dev.Launch(l) }
+			if x.opts.CheckFinite {
+				t.run = func() error {
+					if err := x.Dev.Launch(l); err != nil {
+						return err
+					}
+					return x.checkOutputs(l)
+				}
+			}
 			if emptyOutputs(out) {
 				// Nothing to write (an output shape such as [4,0]): the
 				// kernel is not launched, so no kernel has to guard

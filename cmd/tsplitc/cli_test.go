@@ -204,8 +204,9 @@ func TestShortcuts(t *testing.T) {
 	}
 }
 
-// Exit status 2 for a wrong command line, 1 for bad input and for a
-// budget that cannot be fitted.
+// Exit status 2 for a wrong command line (a zero budget or pool
+// included: the library would read it as the default), 1 for bad input,
+// a budget that cannot be fitted and a training step that diverges.
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	bad := ot.WriteBytes(t, dir, "bad.onnx", []byte("garbage"))
@@ -225,6 +226,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
 		{[]string{"--run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
 		{[]string{"run", resnet18, "--iters", "0"}, 2, "--iters"},
+		{[]string{"plan", resnet18, "-o", out, "--memory", "0"}, 2, `--memory "0": want a positive size`},
+		{[]string{"run", resnet18, "--pool", "0B"}, 2, `--pool "0B": want a positive size`},
+		{[]string{"--run", resnet18, "--memory", "0"}, 2, "want a positive size"},
 		{[]string{"--run"}, 2, "--run takes one model"},
 		{[]string{"--run=" + resnet18, resnet18}, 2, "unexpected arguments"},
 		{[]string{"train", resnet18}, 2, "needs -o"},
@@ -239,6 +243,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"profile", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
 		{[]string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}, 1, "no plan fits a budget of 512.00 KiB"},
 		{[]string{"run", resnet18, "--train", "--batch", "16", "--pool", "1MiB"}, 1, "out of device memory"},
+		// A diverging step stops at the first op computing a NaN (the
+		// learning rate is +Inf in float32), on by default with --train.
+		{[]string{"run", resnet18, "--train", "--batch", "2", "--lr", "1e308", "--iters", "2"}, 1, "the first non-finite value of the step"},
+		{[]string{"run", resnet18, "--train", "--batch", "2", "--lr", "1e308", "--iters", "2", "--check-finite=false"}, 0, ""},
 	} {
 		_, errs, code := tsplitc(t, c.args...)
 		if code != c.code || !strings.Contains(errs, c.want) {

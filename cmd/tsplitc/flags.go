@@ -96,6 +96,11 @@ func parseBytes(flag, s string) (int64, error) {
 	if err != nil || n > math.MaxInt64 {
 		return 0, usageError{fmt.Errorf("%s %q: want a size such as 11GiB, 512MB or 1048576", flag, s)}
 	}
+	if n == 0 {
+		// The library reads 0 as "the default", which a user writing 0
+		// cannot have meant.
+		return 0, usageError{fmt.Errorf("%s %q: want a positive size (leave the flag out for the default)", flag, s)}
+	}
 	return int64(n), nil
 }
 

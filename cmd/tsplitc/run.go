@@ -23,6 +23,8 @@ type runFlags struct {
 	inputs string
 	seed   uint64
 	train  bool
+	// finite is --check-finite; its default is --train's value.
+	finite bool
 }
 
 // register adds run's own flags. --pool's older name --memory is added
@@ -34,6 +36,7 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random inputs")
 	fl.BoolVar(&f.train, "train", false, "build the training step of a forward model and run training steps")
 	fl.StringVar(&f.pool, "pool", "", "memory of the capped CPU device, e.g. 2MiB (default: what the model needs: a planned model's pool)")
+	fl.BoolVar(&f.finite, "check-finite", false, "stop with an error naming the first op that computes a NaN or Inf, or the input holding one (default: on with --train)")
 }
 
 // poolFromMemory takes --memory as --pool, its older name.
@@ -92,6 +95,10 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	if f.train {
 		opts.Train = &f.trainFlags.opts
+	}
+	opts.CheckFinite = f.finite
+	if !cmd.Flags().Changed("check-finite") {
+		opts.CheckFinite = f.train
 	}
 	var done func()
 	opts.Progress, done = progressBar(f.quiet || f.iters == 1)

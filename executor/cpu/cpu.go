@@ -71,6 +71,11 @@ func (d *Device) view(r *executor.Ref) *kernels.Tensor {
 	return &kernels.Tensor{DType: r.DType, Shape: r.Shape, Data: d.pool[r.Off : r.Off+r.Bytes : r.Off+r.Bytes]}
 }
 
+// Read implements executor.Reader: the tensor's bytes in the pool.
+func (d *Device) Read(r executor.Ref) []byte {
+	return d.pool[r.Off : r.Off+r.Bytes : r.Off+r.Bytes]
+}
+
 // Launch implements executor.Device.
 func (d *Device) Launch(l *executor.Launch) error {
 	op := l.Op

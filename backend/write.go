@@ -140,7 +140,7 @@ func addTsplitFunctions(m *ir.Model, out *onnxpb.ModelProto) {
 		}
 		fns = append(fns, &onnxpb.FunctionProto{
 			Name: proto.String(t), Domain: proto.String(ir.Domain),
-			Input: []string{"x"}, Output: []string{"y"},
+			Input: []string{"x"}, Output: []string{"y"}, Attribute: tsplitAttrs[t],
 			Node:        []*onnxpb.NodeProto{{OpType: proto.String(body), Input: []string{"x"}, Output: []string{"y"}}},
 			OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(m.Opset(""))}},
 			DocString:   proto.String("tsplit " + t + ": a device↔host transfer in tsplit's runtime; the identity on values"),
@@ -161,6 +161,10 @@ func addTsplitFunctions(m *ir.Model, out *onnxpb.ModelProto) {
 
 // tsplitBodies is the standard op each tsplit op's function applies.
 var tsplitBodies = map[string]string{"SwapOut": "Identity", "SwapIn": "Identity"}
+
+// tsplitAttrs are the attributes each tsplit op's function declares
+// (the body ignores them; tsplit's runtime reads them).
+var tsplitAttrs = map[string][]string{"SwapOut": {ir.ReleaseAttr}}
 
 // opsets merges the source model's opset imports with the IR's, like
 // metadata: an unchanged model keeps its list.

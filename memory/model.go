@@ -132,13 +132,14 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 	onHost := OnHost
 
 	// lastUse: the last position that reads v on the device; a ToHost
-	// reader extends it by one op so the copy overlaps compute.
+	// reader extends it by its release window (ir.SwapOutRelease) so
+	// the copy overlaps compute.
 	lastUse := func(v *ir.Value) int {
 		end := -1
 		for _, u := range v.Uses() {
 			p := pos[u.Op.ID]
 			if ir.CopyOf(u.Op) == ir.ToHost {
-				p = min(p+1, n)
+				p = min(p+ir.SwapOutRelease(u.Op), n)
 			}
 			end = max(end, p)
 		}

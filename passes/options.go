@@ -18,6 +18,17 @@ type Options struct {
 	// Order is the op order to plan under; OrderAuto (the zero value)
 	// lets the policy choose (Schedule).
 	Order OpOrder
+	// SwapPenalty adds to the ΔT of swapping a value (by name) what the
+	// simulated timeline of an earlier plan showed its copies cost
+	// beyond Eq. 3's estimate (tsplit's simulate-and-repair).
+	SwapPenalty map[string]float64
+	// MaxRelease caps how many ops after its SwapOut tsplit's planner
+	// may keep a swapped tensor's device copy to hide the transfer
+	// (0 or 1: the next op only; policy, Decision.Release).
+	MaxRelease int
+	// PeakFirst makes tsplit's planner visit the bottlenecks from the
+	// peak down instead of in op order (policy, planner.walk).
+	PeakFirst bool
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
 	// PolicyParams are the policy's parameters, as text, already checked

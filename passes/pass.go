@@ -5,6 +5,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tsplit/tsplit/ir"
@@ -54,6 +55,12 @@ type State struct {
 	scope string
 	// parent is the State a fork reports its timings to.
 	parent *State
+	// mu guards what forks share with their root — its timings, the
+	// OnPass and dump writers — so that forks may plan concurrently.
+	mu *sync.Mutex
+	// NoBound skips the lower bound PlanRounds computes for its error
+	// message (a fork whose failure nobody reports).
+	NoBound bool
 	// round is the planning round in progress (planpass.go).
 	round *roundState
 	// asBuilt is the step as built, recorded by Schedule; order is the
@@ -77,7 +84,7 @@ func NewState(m *ir.Model, opts *Options) *State {
 	if opts == nil {
 		opts = &Options{}
 	}
-	return &State{Model: m, Opts: opts, results: map[*Pass]any{}, done: map[*Pass]bool{}}
+	return &State{Model: m, Opts: opts, results: map[*Pass]any{}, done: map[*Pass]bool{}, mu: &sync.Mutex{}}
 }
 
 // Fork starts a State over another model (a copy taken before planning)
@@ -88,7 +95,7 @@ func (s *State) Fork(m *ir.Model, opts *Options, name string) *State {
 	f := NewState(m, opts)
 	f.Check, f.DumpAfter, f.DumpTo, f.OnPass = s.Check, s.DumpAfter, s.DumpTo, s.OnPass
 	f.scope = s.scope + name + "/"
-	f.parent = s
+	f.parent, f.mu, f.NoBound = s, s.mu, s.NoBound
 	f.asBuilt, f.order = s.asBuilt, s.order
 	return f
 }
@@ -97,6 +104,14 @@ func (s *State) Fork(m *ir.Model, opts *Options, name string) *State {
 func (s *State) Adopt(f *State) {
 	*s.Model = *f.Model
 	s.Report, s.layout, s.Detail = f.Report, f.layout, f.Detail
+}
+
+// Locked runs fn holding the lock forks of s share (to call a callback
+// or read a shared model from concurrent forks).
+func (s *State) Locked(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn()
 }
 
 // Result returns the result of an analysis, running it (and what it
@@ -135,6 +150,8 @@ func (s *State) record(name string) (*State, int) {
 	for root.parent != nil {
 		root = root.parent
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	root.Timings = append(root.Timings, Timing{Pass: name})
 	return root, len(root.Timings) - 1
 }
@@ -168,10 +185,12 @@ func (s *State) run(p *Pass) error {
 	res, err := p.Run(s)
 	t := Timing{name, time.Since(start)}
 	s.scope = was
+	s.mu.Lock()
 	root.Timings[slot] = t
 	if s.OnPass != nil {
 		s.OnPass(t)
 	}
+	s.mu.Unlock()
 	if err != nil {
 		return fail(err)
 	}
@@ -187,6 +206,8 @@ func (s *State) run(p *Pass) error {
 		}
 	}
 	if s.DumpTo != nil && dumpMatches(s.DumpAfter, name) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		fmt.Fprintf(s.DumpTo, "# after %s\n", name)
 		if err := ir.Dump(s.DumpTo, s.Model.Graph); err != nil {
 			return err

@@ -36,6 +36,11 @@ type Decision struct {
 	// Trigger is where a swap-in starts (swap only): early enough to
 	// hide the transfer, late enough not to raise the peak.
 	Trigger int
+	// Release is how many ops after the SwapOut the device copy is
+	// freed (swap only; 0 or 1: the next op): the ops that hide the
+	// swap-out, the runtime waiting for the copy after the last of
+	// them (ir.SwapOutRelease).
+	Release int
 	// At is the bottleneck position that chose this decision.
 	At     int
 	DeltaM int64

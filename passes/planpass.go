@@ -26,6 +26,9 @@ import (
 // maxRounds bounds plan-and-rewrite rounds.
 const maxRounds = 24
 
+// Profile is the device s plans for: Options.Profile, or titan-rtx.
+func (s *State) Profile() *profile.Profile { return profileOf(s) }
+
 func profileOf(s *State) *profile.Profile {
 	if s.Opts.Profile != nil {
 		return s.Opts.Profile
@@ -226,7 +229,7 @@ func PlanRounds(s *State, pol Policy) error {
 		}
 		return lowerBound
 	}
-	if mem.Peak > budget {
+	if mem.Peak > budget && !s.NoBound {
 		baseBound() // before the graph changes
 	}
 	defer func() { s.round = nil }()
@@ -268,7 +271,9 @@ func PlanRounds(s *State, pol Policy) error {
 				// layout's fragmentation: what stays live must fit with it.
 				ie.Need += budget - target
 				ie.Budget = budget
-				ie.LowerBound = baseBound()
+				if !s.NoBound {
+					ie.LowerBound = baseBound()
+				}
 			}
 			return err
 		}

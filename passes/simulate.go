@@ -26,6 +26,13 @@ type Timeline struct {
 	// Stall is the compute-stream idle time caused by waiting for
 	// transfers (the ΔT of swapping).
 	Stall float64
+	// Wait is the compute stream's idle time just before each op, and
+	// Blame the position of the op it waited for (-1: none): the
+	// producer of its last-ready input, or the task a free before it
+	// waited on. Simulate-and-repair charges a swap the waits its
+	// copies cause.
+	Wait  []float64
+	Blame []int
 }
 
 // Stream indices of Timeline.Stream.
@@ -47,10 +54,13 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 	order := g.Order()
 	n := len(order)
 	tl := &Timeline{Start: make([]float64, n), End: make([]float64, n), Stream: make([]int, n),
-		OutOcc: make([]float64, n), InOcc: make([]float64, n)}
+		OutOcc: make([]float64, n), InOcc: make([]float64, n), Wait: make([]float64, n), Blame: make([]int, n)}
 	ready := make([]float64, g.NumValueIDs())
+	readyBy := make([]int, g.NumValueIDs()) // position of the producer
 	touch := make([]float64, len(mem.Intervals))
+	touchBy := make([]int, len(mem.Intervals)) // position of the last task
 	var host float64
+	hostBy := -1
 	free := [4]float64{}
 	// Frees after each position, from the memory model's events.
 	freesAt := make([][]int, n)
@@ -60,12 +70,13 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 		}
 	}
 	for i, op := range order {
-		deps := host
+		deps, depBy := host, hostBy
 		for _, v := range op.Inputs() {
-			if v != nil {
-				deps = max(deps, ready[v.ID])
+			if v != nil && ready[v.ID] > deps {
+				deps, depBy = ready[v.ID], readyBy[v.ID]
 			}
 		}
+		tl.Blame[i] = -1
 		var st int
 		var dur float64
 		switch ir.CopyOf(op) {
@@ -83,36 +94,34 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 			tl.ComputeTime += dur
 		}
 		start := max(deps, free[st])
-		if st == StreamCompute {
+		if st == StreamCompute && start > free[st] {
 			tl.Stall += start - free[st] // idle compute stream: waiting on a transfer
+			tl.Wait[i], tl.Blame[i] = start-free[st], depBy
 		}
 		end := start + dur
 		free[st] = end
 		tl.Start[i], tl.End[i], tl.Stream[i] = start, end, st
+		touched := func(idx int) {
+			if idx >= 0 && end >= touch[idx] {
+				touch[idx], touchBy[idx] = end, i
+			}
+		}
 		for _, v := range op.Outputs() {
 			if v != nil {
-				ready[v.ID] = end
+				ready[v.ID], readyBy[v.ID] = end, i
+				touched(mem.ByValue[v.ID])
 			}
 		}
 		for _, v := range op.Inputs() {
 			if v != nil {
-				if idx := mem.ByValue[v.ID]; idx >= 0 {
-					touch[idx] = max(touch[idx], end)
-				}
+				touched(mem.ByValue[v.ID])
 			}
 		}
-		for _, v := range op.Outputs() {
-			if v != nil {
-				if idx := mem.ByValue[v.ID]; idx >= 0 {
-					touch[idx] = max(touch[idx], end)
-				}
-			}
-		}
-		if w := mem.WorkspaceAt[i]; w >= 0 {
-			touch[w] = max(touch[w], end)
-		}
+		touched(mem.WorkspaceAt[i])
 		for _, idx := range freesAt[i] {
-			host = max(host, touch[idx])
+			if touch[idx] > host {
+				host, hostBy = touch[idx], touchBy[idx]
+			}
 		}
 		tl.StepTime = max(tl.StepTime, end)
 	}

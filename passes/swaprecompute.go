@@ -90,7 +90,11 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			if a.after != nil {
 				at, phase = pos[a.after.ID]+1, a.after.Phase
 			}
-			so, err := g.InsertOp(at, "SwapOut", ir.Domain, fresh(v.Name+"/swap_out"), []*ir.Value{v}, []string{host}, nil)
+			var attrs []ir.Attr
+			if d.Release > 1 {
+				attrs = []ir.Attr{{Name: ir.ReleaseAttr, Type: ir.AttrInt, Int: int64(d.Release)}}
+			}
+			so, err := g.InsertOp(at, "SwapOut", ir.Domain, fresh(v.Name+"/swap_out"), []*ir.Value{v}, []string{host}, attrs)
 			if err != nil {
 				return err
 			}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -28,6 +31,8 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 	pl := newPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
 	pl.Allowed[passes.Swap] = !c.Opts.NoSwap
 	pl.Allowed[passes.Recompute] = !c.Opts.NoRecompute
+	pl.penalty = c.Opts.SwapPenalty
+	pl.PeakFirst, pl.MaxRelease = c.Opts.PeakFirst, c.Opts.MaxRelease
 	if t.split {
 		pl.SplitChoices = passes.SplitChoices(c.Model)
 	}
@@ -44,59 +49,250 @@ func (t *tsplit) LowerBound(c *Context) int64 {
 	return pl.LowerBound()
 }
 
-// PlanStep plans the step. Under OrderAuto it plans under every order
-// of passes.Orders (depth-first, backward as late as possible, as
-// built), each on its own copy of the graph, and keeps the plan with
-// the shortest simulated step, the first in that list on a tie
-// (Report.Order says which). No order wins everywhere: the depth-first
-// order gives VGG's split plans their largest batches, while on
-// ResNet-50 it hoists backward ops whose outputs no recompute chain can
-// rebuild, and the later orders plan at a fraction of its overhead.
+// PlanStep plans the step. With an order given (Options.Order) it is
+// TSPLIT's Alg. 2 in that order (planSplitOrNot), each swap-out's device
+// copy released one op after it. Under OrderAuto it searches:
+//
+//  1. Alg. 2 under every order of passes.Orders (depth-first, backward
+//     as late as possible, as built), concurrently, each on its own copy
+//     of the graph, with swap-out windows of up to maxRelease ops (a
+//     plan that fails that way is made again with one-op windows);
+//  2. the best order again with the bottlenecks walked from the peak
+//     down (planner.walk);
+//  3. simulate-and-repair of the fastest plan so far (repair).
+//
+// It keeps the plan with the shortest simulated step, the earliest made
+// on a tie, so the result does not depend on which goroutine finishes
+// first; Report.Order and Report.Chosen say which. No order and no walk
+// wins everywhere: the depth-first order gives VGG's split plans their
+// largest batches, while on ResNet-50 it hoists backward ops whose
+// outputs no recompute chain can rebuild; walking from the peak finds
+// cheaper swaps in the middle budgets and fails first near the
+// smallest.
 func (t *tsplit) PlanStep(s *passes.State) error {
 	if s.Opts.Order != passes.OrderAuto {
 		return t.planSplitOrNot(s)
 	}
 	snap := s.Model.Clone()
-	var (
-		best, first *passes.State
-		firstErr    error
-		tried       []string
-	)
-	for _, o := range passes.Orders {
-		f := s.Fork(snap.Clone(), s.Opts, "order-"+string(o))
-		err := f.Reorder(o)
-		if err == nil {
-			err = t.planSplitOrNot(f)
+	f, err, splits := t.search(s, snap, "")
+	if interrupted(err) {
+		return err
+	}
+	if splits {
+		// Splits were tried somewhere: the same search without them is
+		// a plan tsplit-nosplit would make, and tsplit must not be
+		// behind it. (Where no variant split, it is this same plan.)
+		nosplit := TsplitNoSplit.(*tsplit)
+		g, gerr, _ := nosplit.search(s, snap, "nosplit/")
+		if interrupted(gerr) {
+			return gerr
 		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return err
+		if gerr == nil && (err != nil || g.Report.Time < f.Report.Time) {
+			g.Report.Policy = t.Name()
+			g.Report.Chosen = "swap/recompute only: " + g.Report.Chosen
+			f, err = g, nil
 		}
-		if err != nil {
-			if firstErr == nil {
-				first, firstErr = f, err
+	}
+	if f != nil {
+		s.Adopt(f)
+	}
+	return err
+}
+
+// search is PlanStep's search under OrderAuto (names prefixed with
+// prefix): the plan it keeps (or the first order's failure, with its
+// report as far as it got), and whether any variant tried splits.
+func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes.State, error, bool) {
+	// Forks share the caller's callbacks: call them one at a time.
+	base := *s.Opts
+	base.MaxRelease = maxRelease
+	if cb := s.Opts.OnRound; cb != nil {
+		base.OnRound = func(round int, peak, target int64) { s.Locked(func() { cb(round, peak, target) }) }
+	}
+	type variant struct {
+		order     passes.OpOrder
+		peakFirst bool
+		name      string
+		plan      *passes.State
+		err       error
+	}
+	plan := func(v *variant, noBound bool) {
+		opts := base
+		opts.PeakFirst = v.peakFirst
+		v.plan, v.err = t.planIn(s, snap, v.order, &opts, v.name, noBound)
+		if v.err != nil && !interrupted(v.err) {
+			opts.MaxRelease = 1
+			if f, err := t.planIn(s, snap, v.order, &opts, v.name+"-release-1", true); err == nil {
+				v.plan, v.err = f, nil
 			}
-			tried = append(tried, fmt.Sprintf("%s: no plan", o))
-			continue
-		}
-		tried = append(tried, fmt.Sprintf("%s: %.4g s", o, f.Report.Time))
-		if best == nil || f.Report.Time < best.Report.Time {
-			best = f
 		}
 	}
-	if best == nil {
-		// No order fits: the first order's failure, and its report as far
-		// as it got, stand.
-		s.Adopt(first)
-		return firstErr
+	var vs []*variant
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for k, o := range passes.Orders {
+		v := &variant{order: o, name: prefix + "order-" + string(o)}
+		vs = append(vs, v)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			plan(v, k > 0)
+		}()
 	}
-	r := best.Report
-	why := fmt.Sprintf("order %s (simulated steps: %s)", r.Order, strings.Join(tried, ", "))
+	wg.Wait()
+	best := -1
+	splits := false
+	for k, v := range vs {
+		if interrupted(v.err) {
+			return nil, v.err, false
+		}
+		splits = splits || v.err != nil || v.plan.Report.Chosen != ""
+		if v.err == nil && (best < 0 || v.plan.Report.Time < vs[best].plan.Report.Time) {
+			best = k
+		}
+	}
+	if best >= 0 {
+		v := &variant{order: vs[best].order, peakFirst: true, name: prefix + "order-" + string(vs[best].order) + "-peak"}
+		plan(v, true)
+		if interrupted(v.err) {
+			return nil, v.err, false
+		}
+		splits = splits || v.err != nil || v.plan.Report.Chosen != ""
+		vs = append(vs, v)
+		if v.err == nil && v.plan.Report.Time < vs[best].plan.Report.Time {
+			best = len(vs) - 1
+		}
+	}
+	var tried []string
+	for _, v := range vs {
+		what := string(v.order)
+		if v.peakFirst {
+			what += " from the peak"
+		}
+		if v.err != nil {
+			tried = append(tried, what+": no plan")
+		} else {
+			tried = append(tried, fmt.Sprintf("%s: %.4g s", what, v.plan.Report.Time))
+		}
+	}
+	if best < 0 {
+		// No order fits: the first one's failure (depth-first, which
+		// computed the lower bound), and its report as far as it got,
+		// stand.
+		return vs[0].plan, vs[0].err, splits
+	}
+	w := vs[best]
+	f, repairs := t.repair(s, snap, w.order, w.plan, w.name)
+	r := f.Report
+	walk := "in op order"
+	if w.peakFirst {
+		walk = "from the peak"
+	}
+	why := fmt.Sprintf("order %s, bottlenecks %s, %d repairs (simulated steps: %s)", r.Order, walk, repairs, strings.Join(tried, ", "))
 	if r.Chosen != "" {
 		why += "; " + r.Chosen
 	}
 	r.Chosen = why
-	s.Adopt(best)
-	return nil
+	return f, nil, splits
+}
+
+// interrupted reports whether err is the context's: planning was
+// cancelled or ran out of time.
+func interrupted(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// planIn plans a copy of snap in order o with opts, as a fork of s
+// named name; noBound skips the lower bound of its error message.
+func (t *tsplit) planIn(s *passes.State, snap *ir.Model, o passes.OpOrder, opts *passes.Options, name string, noBound bool) (*passes.State, error) {
+	var m *ir.Model
+	s.Locked(func() { m = snap.Clone() })
+	f := s.Fork(m, opts, name)
+	f.NoBound = noBound
+	if err := f.Reorder(o); err != nil {
+		return f, err
+	}
+	return f, t.planSplitOrNot(f)
+}
+
+// maxRepairs bounds simulate-and-repair's re-plans per order.
+const maxRepairs = 2
+
+// repair is simulate-and-repair. Eq. 3 estimates a swap's ΔT from the
+// link's occupancy as the round found it, but in the planned step the
+// copies queue on the link behind one another and behind the copies of
+// later rounds. So after a plan, the simulated timeline of the planned
+// step charges each swapped tensor the compute stream's waits its
+// copies caused (Timeline.Blame); where that exceeds the ΔT it was
+// chosen with, the excess becomes a penalty on swapping that tensor,
+// and the step is planned again from the same graph: Alg. 2 then ranks
+// that swap below the recomputations and other swaps it had beaten. A
+// re-plan is kept only when its simulated step is shorter; repair stops
+// at the first that is not, when no swap costs more than it was charged,
+// or after maxRepairs. Deterministic: the penalties are a function of
+// the plan.
+func (t *tsplit) repair(s *passes.State, snap *ir.Model, o passes.OpOrder, best *passes.State, name string) (*passes.State, int) {
+	if best.Opts.NoSwap {
+		return best, 0
+	}
+	pen := maps.Clone(best.Opts.SwapPenalty)
+	if pen == nil {
+		pen = map[string]float64{}
+	}
+	for n := 1; n <= maxRepairs; n++ {
+		if !chargeStalls(best, pen) {
+			return best, n - 1
+		}
+		opts := *best.Opts
+		opts.SwapPenalty = maps.Clone(pen)
+		f, err := t.planIn(s, snap, o, &opts, fmt.Sprintf("%s/repair-%d", name, n), true)
+		if err != nil || f.Report.Time >= best.Report.Time {
+			return best, n - 1
+		}
+		best = f
+	}
+	return best, maxRepairs
+}
+
+// chargeStalls adds to pen, per swapped tensor of f's plan, the
+// simulated waits its copies caused beyond the ΔT it was chosen with;
+// it reports whether any was added.
+func chargeStalls(f *passes.State, pen map[string]float64) bool {
+	g := f.Model.Graph
+	mem, err := memory.Analyze(g, memory.Options{})
+	if err != nil {
+		return false
+	}
+	tl := passes.Simulate(g, mem, f.Profile())
+	stall := map[string]float64{}
+	for i, b := range tl.Blame {
+		if b < 0 || tl.Wait[i] <= 0 {
+			continue
+		}
+		op := mem.Order[b]
+		switch ir.CopyOf(op) {
+		case ir.ToDevice:
+			// The swap-in reads the host copy its SwapOut made of v.
+			if so := op.Input(0).Def; so != nil && ir.CopyOf(so) == ir.ToHost {
+				stall[so.Input(0).Name] += tl.Wait[i]
+			}
+		case ir.ToHost:
+			stall[op.Input(0).Name] += tl.Wait[i]
+		}
+	}
+	charged := false
+	for _, d := range f.Report.Decisions {
+		if d.Option != passes.Swap.String() {
+			continue
+		}
+		if over := stall[d.Tensor] - d.DeltaT; over > 1e-9 {
+			pen[d.Tensor] += over
+			charged = true
+		}
+	}
+	return charged
 }
 
 // planSplitOrNot plans the step in rounds in s's order and, with splits,
@@ -147,6 +343,15 @@ func (t *tsplit) planSplitOrNot(s *passes.State) error {
 // splitPNums are the split numbers the planner tries (TSPLIT §IV-B).
 var splitPNums = []int{2, 4, 8, 16, 32, 64}
 
+// maxRelease caps a swap-out's window (Decision.Release): a longer one
+// keeps the device copy across more positions, which later rounds then
+// have to clear, and on graphs of many short ops (Inception) that cost
+// more than the stall it hid. Measured on the CI-sized zoo's budget
+// sweeps (docs/planner.md), 4 ops did best overall: Inception at 30 %
+// of its peak +1.9 % (+11.7 % uncapped, +2.3 % with 1), BERT-base at
+// 50 % +1.1 % (+1.6 % with 1).
+const maxRelease = 4
+
 // planner holds the state of TSPLIT Alg. 2 over one order.
 type planner struct {
 	G       *ir.Graph
@@ -169,6 +374,13 @@ type planner struct {
 	activeAt int
 	// splitDone marks ops already split in this round.
 	splitDone map[ir.OpID]bool
+
+	// PeakFirst walks the bottlenecks from the peak down (walk).
+	PeakFirst bool
+	// MaxRelease caps a swap-out's window (0 or 1: the next op only).
+	MaxRelease int
+	// penalty is simulate-and-repair's extra ΔT per swapped tensor.
+	penalty map[string]float64
 
 	outOcc []float64
 	inOcc  []float64
@@ -370,7 +582,7 @@ type candidate struct {
 // fits (Alg. 2 without split, which package passes adds separately).
 func (pl *planner) Run() (*passes.Plan, error) {
 	plan := &passes.Plan{Budget: pl.Budget}
-	for i := 0; i < pl.n; i++ {
+	for _, i := range pl.walk() {
 		for pl.Mem.Live[i]-pl.saved[i] > pl.Budget {
 			c := pl.best(i)
 			if sp := pl.bestSplit(i); sp != nil && (c == nil || sp.ratio < c.ratio) {
@@ -415,6 +627,26 @@ func (pl *planner) Run() (*passes.Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// walk is the order in which Run visits the positions: the order of
+// the ops (Alg. 2), or, peak first, the positions over the budget from
+// the largest M_i down. Walking in op order, the first bottleneck sees
+// only the tensors made before it, and the swaps it picks have short
+// windows; walking from the peak, the first choices see every tensor
+// live there, with the longest gaps, and their savings also cover the
+// lower bottlenecks around it.
+func (pl *planner) walk() []int {
+	out := make([]int, 0, pl.n)
+	for i := 0; i < pl.n; i++ {
+		if !pl.PeakFirst || pl.Mem.Live[i] > pl.Budget {
+			out = append(out, i)
+		}
+	}
+	if pl.PeakFirst {
+		sort.SliceStable(out, func(a, b int) bool { return pl.Mem.Live[out[a]] > pl.Mem.Live[out[b]] })
+	}
+	return out
 }
 
 // evictable is what could still be freed at i (for the error message).
@@ -508,6 +740,10 @@ func (pl *planner) liveAt(i int) []int {
 			return pl.Mem.Intervals[pl.byStart[a]].Start < pl.Mem.Intervals[pl.byStart[b]].Start
 		})
 	}
+	if i < pl.activeAt {
+		// A walk that is not in op order: start the active set again.
+		pl.active, pl.next = pl.active[:0], 0
+	}
 	if i != pl.activeAt {
 		for pl.next < len(pl.byStart) && pl.Mem.Intervals[pl.byStart[pl.next]].Start < i {
 			pl.active = append(pl.active, pl.byStart[pl.next])
@@ -551,18 +787,26 @@ func reads(op *ir.Op, v *ir.Value) bool {
 // swap-out not hidden by the ops between eviction and the bottleneck,
 // plus the part of the swap-in not hidden before its consumer q.
 func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
-	// The device copy stays live through op a+1 (decoupled swap-out),
-	// so the saving starts at a+2 and must cover i.
+	// The device copy stays live through op a+1 at least (decoupled
+	// swap-out), so the saving starts at a+2 and must cover i.
 	if a+2 > i {
 		return candidate{}, false
 	}
 	out := pl.Prof.TransferTime(v.Bytes(), true)
 	in := pl.Prof.TransferTime(v.Bytes(), false)
-	// The runtime frees the device copy after the op that follows the
-	// SwapOut (position a+1 here), first waiting for the copy: only
-	// that op hides the swap-out (the memory model and the simulator
-	// count the same).
-	hide := (1 - pl.outOcc[a+1]) * pl.opTime[a+1]
+	// The runtime frees the device copy after the release-th op that
+	// follows the SwapOut, first waiting for the copy (the memory model
+	// and the simulator count the same): the window is the fewest ops
+	// from a+1 on that hide the transfer, ending before i so that the
+	// saving covers it.
+	hide, release := 0.0, 0
+	for u := a + 1; u < i; u++ {
+		hide += (1 - pl.outOcc[u]) * pl.opTime[u]
+		release++
+		if hide >= out || release >= max(pl.MaxRelease, 1) {
+			break
+		}
+	}
 	fwd := max(out-hide, 0)
 	// Trigger: walk back from q until the swap-in is hidden, but keep the
 	// restored copy from raising the memory above the budget, and after i.
@@ -580,8 +824,9 @@ func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 	if p <= i {
 		return candidate{}, false
 	}
-	d := passes.Decision{Value: v, Option: passes.Swap, After: a, Before: q, Trigger: p, At: i, DeltaM: size, DeltaT: fwd + bwd}
-	return candidate{d: d, ratio: (d.DeltaT + 1e-12) / float64(size), from: [2]int{a + 2, p - 1}}, true
+	d := passes.Decision{Value: v, Option: passes.Swap, After: a, Before: q, Trigger: p, Release: release, At: i, DeltaM: size,
+		DeltaT: fwd + bwd + pl.penalty[v.Name]}
+	return candidate{d: d, ratio: (d.DeltaT + 1e-12) / float64(size), from: [2]int{a + release + 1, p - 1}}, true
 }
 
 // recomputeCandidate applies Eq. 4 with the memory-centric strategy of

@@ -101,7 +101,9 @@ func (t *tsplit) PlanStep(s *passes.State) error {
 
 // search is PlanStep's search under OrderAuto (names prefixed with
 // prefix): the plan it keeps (or the first order's failure, with its
-// report as far as it got), and whether any variant tried splits.
+// report as far as it got), and whether a plan it made tried splits
+// (a variant that fails has already tried without them:
+// planSplitOrNot).
 func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes.State, error, bool) {
 	// Forks share the caller's callbacks: call them one at a time.
 	base := *s.Opts
@@ -148,7 +150,7 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 		if interrupted(v.err) {
 			return nil, v.err, false
 		}
-		splits = splits || v.err != nil || v.plan.Report.Chosen != ""
+		splits = splits || v.err == nil && v.plan.Report.Chosen != ""
 		if v.err == nil && (best < 0 || v.plan.Report.Time < vs[best].plan.Report.Time) {
 			best = k
 		}
@@ -159,7 +161,7 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 		if interrupted(v.err) {
 			return nil, v.err, false
 		}
-		splits = splits || v.err != nil || v.plan.Report.Chosen != ""
+		splits = splits || v.err == nil && v.plan.Report.Chosen != ""
 		vs = append(vs, v)
 		if v.err == nil && v.plan.Report.Time < vs[best].plan.Report.Time {
 			best = len(vs) - 1

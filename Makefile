@@ -8,7 +8,7 @@
 #   make proto         regenerate onnxpb/onnx.pb.go from onnxpb/onnx.proto
 #   make models        regenerate the small zoo models in testdata/onnx
 #   make torch-models  export torchvision / transformer models to testdata/torch
-#   make deps          install the outside oracles (python3-torch, python3-onnx, onnxruntime-node, protoc)
+#   make deps          install the outside oracles (python3-torch, python3-onnx, onnxruntime-node, protoc, coinor-cbc)
 
 GO       ?= go
 PYTHON   ?= /usr/bin/python3

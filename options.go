@@ -81,6 +81,12 @@ type Options struct {
 	DumpAfter string
 	DumpTo    io.Writer
 
+	// Bound computes, after planning, a lower bound on the step time of
+	// any swap + recompute plan of the step in the plan's order (package
+	// bound) and the plan's gap to it: Result.LowerBoundStep and
+	// Result.Bound. It takes up to about a second on a large step.
+	Bound bool
+
 	// Output, when set, is where Plan and Train write the resulting
 	// ONNX model (atomically).
 	Output string

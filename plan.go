@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/bound"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -61,8 +62,32 @@ type Result struct {
 	// PlanningSeconds is the time planning took (not the import or the
 	// training step's construction).
 	PlanningSeconds float64 `json:"planning_s"`
+	// LowerBoundStep bounds the step time of any swap + recompute plan
+	// of the step in the plan's order at the budget (Options.Bound; nil
+	// when not computed or when no such plan fits), and Bound says more.
+	LowerBoundStep *float64   `json:"lower_bound_step_s"`
+	Bound          *BoundInfo `json:"lower_bound,omitempty"`
 	// Output is the file written ("" when Options.Output was empty).
 	Output string `json:"output"`
+}
+
+// BoundInfo is the lower bound of package bound next to a plan.
+type BoundInfo struct {
+	// AddedS is the bound on the time a plan adds to BaseStep, and Gap
+	// the plan's (Step − BaseStep − AddedS) / AddedS (nil when the bound
+	// is 0).
+	AddedS float64  `json:"added_s"`
+	Gap    *float64 `json:"gap,omitempty"`
+	// Order is the order bounded: "plan", or "depth-first" when the plan
+	// split ops and its own order of the step could not be recovered.
+	Order string `json:"order"`
+	// OutsideClass marks a plan that adds less than the bound, or fits
+	// where the bound says no plan of the class does: it splits tensors,
+	// which the class does not.
+	OutsideClass bool `json:"outside_class,omitempty"`
+	// Infeasible: no swap + recompute plan fits the budget.
+	Infeasible bool    `json:"infeasible,omitempty"`
+	SolveS     float64 `json:"solve_s"`
 }
 
 // SubBatching is what moDNN's sub-batch selection decided.
@@ -265,8 +290,10 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		}
 	}
 	var unplanned *ir.Model
-	if opts.FindFeasible {
-		unplanned = m.Clone() // planning rewrites m; the search needs the step as it was
+	if opts.FindFeasible || opts.Bound {
+		// Planning rewrites m; the feasible-budget search (on failure)
+		// and the bound (on success) need the step as it was.
+		unplanned = m.Clone()
 	}
 	start := time.Now()
 	pres, err := planModel(ctx, m, &opts, pol, popts, pr)
@@ -280,10 +307,15 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		}
 		err = planError(m.Path, err, pol, pres, popts)
 		var ie *InfeasibleError
-		if unplanned != nil && pres != nil && pres.Report != nil && errors.As(err, &ie) {
+		if opts.FindFeasible && pres != nil && pres.Report != nil && errors.As(err, &ie) {
 			findFeasible(ctx, unplanned, &opts, pol, popts, pres.Report, ie)
 		}
 		return res, err
+	}
+	if opts.Bound && (res.SubBatching == nil || len(res.SubBatching.Sizes) <= 1) {
+		if err := lowerBound(unplanned, res, popts); err != nil {
+			return res, withFile(m.Path, err)
+		}
 	}
 	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
 	if opts.Output != "" {
@@ -386,6 +418,27 @@ func result(pr *policy.Result, o *Options) *Result {
 		Pool: r.Pool, HostPeak: r.HostPeak, BaseStep: r.BaseTime, Step: r.Time, Swapped: r.Swapped,
 		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen, Order: r.Order}
 	return res
+}
+
+// lowerBound fills res.LowerBoundStep and res.Bound for a whole-batch
+// plan made from step.
+func lowerBound(step *ir.Model, res *Result, popts *policy.Options) error {
+	s, err := bound.ForPlan(step, res.Model, popts.Profile, res.Budget, res.Step-res.BaseStep)
+	if err != nil {
+		return err
+	}
+	b := &BoundInfo{Order: s.Order, OutsideClass: s.OutsideClass || s.Infeasible, Infeasible: s.Infeasible, SolveS: s.Solve.Seconds()}
+	if !s.Infeasible {
+		b.AddedS = s.Added
+		t := s.Step()
+		res.LowerBoundStep = &t
+		if s.Added > 0 {
+			gap := s.Gap
+			b.Gap = &gap
+		}
+	}
+	res.Bound = b
+	return nil
 }
 
 // Overhead is the planned step's added time over the unconstrained

@@ -251,7 +251,7 @@ func TestJSONFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"policy", "budget_bytes", "base_peak_bytes", "peak_bytes", "pool_bytes", "host_peak_bytes",
-		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output"} {
+		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output", "lower_bound_step_s"} {
 		if _, ok := fields[k]; !ok {
 			t.Errorf("Result's JSON lacks %q: %s", k, b)
 		}

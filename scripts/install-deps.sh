@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the outside oracles that tsplit's tests compare against:
 #   - Debian packages: protoc, PyTorch + torchvision + python onnx + numpy
-#     (used through /usr/bin/python3), OpenBLAS (torch is ~20x slower without);
+#     (used through /usr/bin/python3), OpenBLAS (torch is ~20x slower without),
+#     CBC (coinor-cbc: the MILP solver of package bound's exact model);
 #   - ONNX Runtime for Node.js (CPU), pinned in scripts/ort/package-lock.json.
 # Idempotent and silent when everything is already installed; prints one line
 # per thing it installs. Runs as root (CI) or through sudo.
@@ -9,7 +10,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-APT_PACKAGES=(protobuf-compiler python3-torch python3-torchvision python3-onnx python3-numpy libopenblas0 libopenblas-dev chromium)
+APT_PACKAGES=(protobuf-compiler python3-torch python3-torchvision python3-onnx python3-numpy libopenblas0 libopenblas-dev chromium coinor-cbc)
 
 SUDO=()
 if [[ "$(id -u)" != 0 ]]; then

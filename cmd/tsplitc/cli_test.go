@@ -93,7 +93,11 @@ func TestJSONSummaries(t *testing.T) {
 	planned := filepath.Join(dir, "planned.onnx")
 	plan := jsonObject(t, "plan", resnet18, "--batch", "16", "--memory", "1.5MiB", "-o", planned, "--json")
 	hasFields(t, "plan", plan, "policy", "budget_bytes", "base_peak_bytes", "peak_bytes", "pool_bytes", "host_peak_bytes",
-		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output", "model", "device", "total_s")
+		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output", "model", "device", "total_s",
+		"lower_bound_step_s", "lower_bound")
+	if lb, ok := plan["lower_bound_step_s"].(float64); !ok || lb < plan["base_step_s"].(float64) {
+		t.Errorf("plan --json: lower_bound_step_s %v, base step %v", plan["lower_bound_step_s"], plan["base_step_s"])
+	}
 	if plan["policy"] != "tsplit" || plan["budget_bytes"] != float64(1536<<10) || plan["output"] != planned {
 		t.Errorf("plan --json: %v", plan)
 	}

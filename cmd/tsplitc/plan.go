@@ -33,6 +33,7 @@ type planFlags struct {
 	debug  []string
 	times  bool   // -d time
 	report string // --report FILE: .html, .svg or .json
+	bound  bool   // --bound (implied by --json)
 }
 
 func (f *planFlags) register(fl *pflag.FlagSet) {
@@ -45,6 +46,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
 	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
 	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
+	fl.BoolVar(&f.bound, "bound", false, "also compute a lower bound on the step time of any swap + recompute plan in the plan's order, and the plan's gap to it (--json always does)")
 }
 
 func newPlanCmd() *cobra.Command {
@@ -100,6 +102,7 @@ func (f *planFlags) options() (tsplit.Options, error) {
 	}
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
 	opts.Order = f.order
+	opts.Bound = f.bound || f.json
 	return opts, nil
 }
 
@@ -109,6 +112,27 @@ type planJSON struct {
 	*tsplit.Result
 	Report string  `json:"report,omitempty"`
 	TotalS float64 `json:"total_s"`
+}
+
+// describeBound says what the lower bound is and how far the plan is
+// from it.
+func describeBound(res *tsplit.Result) string {
+	b := res.Bound
+	if b.Infeasible {
+		return "no swap + recompute plan fits this budget (this plan splits tensors: outside that class)"
+	}
+	order := "the plan's order"
+	if b.Order != "plan" {
+		order = "the " + b.Order + " order"
+	}
+	s := fmt.Sprintf("%.3f ms step (+%.1f%%) for any swap + recompute plan in %s", *res.LowerBoundStep*1e3, 100*b.AddedS/res.BaseStep, order)
+	switch {
+	case b.OutsideClass:
+		s += "; this plan is below it: it splits tensors, outside that class"
+	case b.Gap != nil:
+		s += fmt.Sprintf("; the plan's gap to it %.0f%%", 100**b.Gap)
+	}
+	return s
 }
 
 // planModel plans a model into the budget, writes the planned model and
@@ -157,6 +181,9 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated\n", len(sb.Sizes), sb.Sizes[0], sb.Eq3)
 	}
 	fmt.Fprintf(w, "step time     %.3f ms predicted, %.3f ms unconstrained (+%.1f%%)\n", res.Step*1e3, res.BaseStep*1e3, res.Overhead())
+	if b := res.Bound; b != nil {
+		fmt.Fprintf(w, "lower bound   %s\n", describeBound(res))
+	}
 	planning := time.Duration(res.PlanningSeconds * float64(time.Second))
 	fmt.Fprintf(w, "planning time %v (total %v)\n", planning.Round(time.Microsecond), total.Round(time.Millisecond))
 	fmt.Fprintf(w, "wrote         %s\n", res.Output)

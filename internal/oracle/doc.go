@@ -7,7 +7,9 @@
 //   - ONNX Runtime (CPU), through Node.js and scripts/ort/run.js and
 //     scripts/ort/shapes.js (ORTRun, ORTShapes);
 //   - the python onnx package's shape inference, through
-//     scripts/onnx_shapes.py (OnnxShapes).
+//     scripts/onnx_shapes.py (OnnxShapes);
+//   - CBC, the MILP solver that solves package bound's exact model
+//     (MILPSolver).
 //
 // The tools are installed by `make deps` (scripts/install-deps.sh). When one
 // is missing, the helper that needs it calls t.Skip with a message saying what

@@ -1,0 +1,105 @@
+// Package bound computes a certified lower bound on the step time a
+// memory plan adds, for the plan class "swap + recompute on a fixed
+// order": plans that keep a training step's ops in one order and add
+// swap-outs, swap-ins and recompute clones (what package policy's
+// policies make, tsplit without splits; a split plan is outside the
+// class). Lower solves it as a linear program in pure Go (gonum's
+// optimize/convex/lp); MILP solves the same model with one binary
+// decision per tensor and gap through CBC (Debian's coinor-cbc, which
+// `make deps` installs), on graphs small enough for it.
+//
+// # What a plan of the class must do
+//
+// The step's ops run in order on the compute stream, each taking its
+// time in the device profile: the base step T₀ is their sum, op i starts
+// at t_i. A plan adds clones (each as long as the op it copies) and
+// stalls, so in the planned step op i starts at t'_i ≥ t_i, and the plan
+// adds ΔT ≥ (clones' time) + (stalls) — every window between two of the
+// step's ops stretches by at most ΔT. Copies run on the two links, one
+// at a time each, b bytes taking b / bandwidth.
+//
+// A tensor's memory is held from the start of the task that makes it to
+// the end of the last task that touches it, and the runtime never holds
+// more than the pool, at most the budget B, at once (the simulator's
+// rule — an op after a free waits for the tasks that touched what was
+// freed — is such a runtime). Take op r while it runs: the tensors M_r
+// of the memory model are there unless the plan has them "off" then —
+// no copy held. Hence, for every row r:
+//
+//	M_r − Σ_{v off at r} bytes(v) ≤ B.                              (memory)
+//
+// A value v off at r is not read or written by op r; its uses split the
+// order into gaps, and r lies inside one, from p_k to p_{k+1}. The copy
+// op p_{k+1} reads is made after t'_r (else it would be held at r):
+// either by a clone of v's producer (a recompute) or a swap-in, which
+// reads a host copy made by a swap-out of a copy of v released before
+// t'_r — so that swap-out ended before t'_r and started after v's
+// producer ended, and the swap-in runs between t'_r and t'_{p_{k+1}}.
+// (If the first copy made after t'_r is itself swapped out and in
+// again, follow the chain back to a clone or such a swap-out.)
+//
+// # The model
+//
+// Columns, per gap (v, k) holding a row: "recompute" (cost: v's
+// producer's time, shared among its outputs by bytes, since one clone
+// restores them all), and "swap, first off at a row of block s" (cost
+// 0). A plan maps to them: per gap, the first row v is off decides the
+// swap column's block; the column claims v off at every row from there
+// to the gap's end — a superset of the plan's rows — and the swap-out's
+// deadline at the block's last row and the swap-in's earliest start at
+// its first row, both looser than the plan's. Recompute if the restore
+// found above is a clone. Rows:
+//
+//   - memory, at a chosen set of over-budget positions: the columns
+//     covering r free at least M_r − B. Any subset of positions gives a
+//     bound; Lower picks the largest deficit in each of a few runs of the
+//     over-budget positions.
+//   - one column per gap at most (each gap's restore is its own op).
+//   - clones: ΔT ≥ Σ cost · x.
+//   - device-to-host link, window from op a to row r: swap-outs of
+//     tensors made at or after a with a deadline at or before r take at
+//     most t_r − t_a + ΔT. A value's swap-out may serve several of its
+//     gaps, so only its first gap's swap counts here.
+//   - host-to-device link, window from row a to op c: swap-ins of gaps
+//     that go off at or after a and are read at or before c take at most
+//     t_c − t_a + ΔT (one swap-in per gap).
+//
+// Minimizing ΔT over the model bounds every plan of the class: each
+// plan maps to a feasible point whose ΔT is at most the plan's. Any
+// subset of rows, any coarser set of blocks or windows, and any merge of
+// columns that widens what they free and the windows they may use and
+// lowers their cost per byte are relaxations, and still bounds.
+//
+// Recomputation chains. A clone reads its producer's inputs. Take an
+// input x that is dead before the gap in the unplanned step: either the
+// plan keeps x held at every row where v is off (x then occupies what
+// it did not in the unplanned step), or x comes back after such a row by
+// its own clone or a swap-in. Charging v a share α of x — v's part of
+// the bytes all of x's readers produce, so that the shares of one x add
+// up to 1 — gives three recompute columns for v's first gap: clone x
+// (cost + α·time(x)), swap x in (α·bytes(x) on the host-to-device link)
+// or keep x (frees bytes(v) − α·bytes(x)). chainVariants follows one
+// such input, the one weighing most.
+//
+// What the model leaves out, which only makes the bound lower: the
+// memory a restored copy holds between its restore and its use; the
+// inputs of a clone's own clone (chains deeper than one); stalls that a
+// plan's order of frees causes; fragmentation of the static layout;
+// the host memory limit.
+//
+// # Solving
+//
+// gonum's simplex is dense and refactors the basis three times per
+// pivot, so the LP Lower solves must stay small (about a hundred rows).
+// It takes up to MemRows memory rows; groups gaps with the same rows,
+// flags, next-use stretch and cost per byte (within a factor of two)
+// into fluid classes, and merges the classes that need an upper-bound
+// row (those whose bytes do not cover their rows' deficit: the others
+// never bind) until at most Classes do; and adds the most violated link
+// rows of a grid of windows, a few per round, up to LinkRows. Each
+// row's right-hand side is loosened by about 1e-9 of its unit so that no
+// vertex is degenerate (gonum's Dantzig rule can cycle on one), which
+// only lowers the optimum. The MILP keeps every gap and every window of
+// the grid, over the same rows; its relaxation is at least the LP, so
+// LP ≤ MILP ≤ the best plan of the class.
+package bound

@@ -1,0 +1,284 @@
+package bound
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// A formulation is the model written over a chosen set of memory rows
+// and eviction classes. The LP groups gaps into a few fluid classes; the
+// MILP keeps one class per gap. Both are relaxations of every plan of
+// the class (doc.go), so both are lower bounds.
+type formulation struct {
+	m *model
+	// rows are the positions of the memory rows, in order.
+	rows []int
+	// blockOf maps a row index to its start block: a swap that starts
+	// freeing a tensor at some row of a block is charged the block's
+	// latest swap-out deadline and earliest swap-in start.
+	blockOf    []int
+	blockFirst []int
+	blockLast  []int
+	classes    []class
+	// options are the columns: per class, a recompute option and one
+	// swap option per start block.
+	options []option
+	// added is the column of the plan's added time: at least the
+	// clones' time (one row), and what stretches every link window.
+	added int
+	p     *problem
+	// scale converts the problem's units back: bytes are in units of
+	// byteUnit, times in units of timeUnit seconds.
+	byteUnit, timeUnit float64
+}
+
+// class is a set of gaps decided together, as a fluid: a fraction x of
+// its bytes is evicted by each option. One gap alone is exact; a merged
+// class takes the union of its members' rows and windows and the least
+// cost and transfer per byte.
+type class struct {
+	lo, hi int     // row indices covered (inclusive)
+	bytes  float64 // device bytes freed
+	xfer   float64 // bytes a swap of all of it moves each way
+	first  bool    // its swap-outs count on the device-to-host link
+	def    int     // earliest producer position (a swap-out starts after it ends)
+	to     int     // latest next use (a swap-in ends before it starts)
+	// recompute lists the recomputation variants for all of the class
+	// (chainVariants); none when it cannot be recomputed.
+	recompute []variant
+	gaps      []int
+}
+
+// option is one column: evict a class by a swap that frees rows lo..hi,
+// or by one recomputation variant. Its link use is for all of the class.
+type option struct {
+	class  int
+	lo, hi int     // rows freed
+	save   float64 // bytes freed at each of them
+	cost   float64 // compute added, seconds
+	// toHost is the bytes it moves to the host before row deadline
+	// (after position def ends); toDev the bytes it moves to the device
+	// after row lo starts and before position to starts.
+	toHost   float64
+	deadline int
+	def      int
+	toDev    float64
+	to       int
+	col      int
+}
+
+// linkRow is a candidate link-capacity row: the swaps whose copies must
+// lie in one window of the step.
+type linkRow struct {
+	toHost bool
+	// a is the window's start: for device-to-host rows a position (the
+	// swap-outs of tensors made at or after it), for host-to-device
+	// rows a row index (swaps that free a row at or after it).
+	a int
+	// c is the window's end: a row index (device-to-host: swap-outs
+	// with a deadline at or before it) or a position (host-to-device:
+	// swap-ins for uses at or before it).
+	c int
+}
+
+// newFormulation lays out rows and options; the link rows are added by
+// the caller (all of them, or by separation).
+func newFormulation(m *model, rows []int, blocks int, classes []class) *formulation {
+	f := &formulation{m: m, rows: rows, classes: classes, p: &problem{}}
+	// Units: bytes in the largest deficit, seconds in the base step, so
+	// the simplex sees coefficients near 1.
+	f.byteUnit = 1
+	for _, r := range rows {
+		f.byteUnit = math.Max(f.byteUnit, float64(m.deficit[r]))
+	}
+	f.timeUnit = m.start[m.n]
+	if f.timeUnit <= 0 {
+		f.timeUnit = 1
+	}
+	// Start blocks: consecutive rows, blocks of about equal count.
+	nb := max(1, min(blocks, len(rows)))
+	f.blockOf = make([]int, len(rows))
+	f.blockFirst = make([]int, nb)
+	f.blockLast = make([]int, nb)
+	for i := range rows {
+		b := i * nb / len(rows)
+		f.blockOf[i] = b
+		if i == 0 || f.blockOf[i-1] != b {
+			f.blockFirst[b] = i
+		}
+		f.blockLast[b] = i
+	}
+	p := f.p
+	f.added = p.col("added", 1)
+	for ci := range classes {
+		c := &classes[ci]
+		for k, vr := range c.recompute {
+			o := option{class: ci, lo: c.lo, hi: c.hi, save: vr.save, cost: vr.cost, toDev: vr.xfer, to: c.to}
+			o.col = p.col(fmt.Sprintf("r%d_%d", ci, k), vr.cost/f.timeUnit)
+			f.options = append(f.options, o)
+		}
+		for b := f.blockOf[c.lo]; b <= f.blockOf[c.hi]; b++ {
+			o := option{class: ci, lo: max(c.lo, f.blockFirst[b]), hi: c.hi, save: c.bytes, deadline: min(f.blockLast[b], c.hi),
+				def: c.def, toDev: c.xfer, to: c.to}
+			if c.first {
+				o.toHost = c.xfer
+			}
+			o.col = p.col(fmt.Sprintf("s%d_%d", ci, b), 0)
+			f.options = append(f.options, o)
+		}
+	}
+	// The added time is at least the clones' time.
+	rec := row{name: "clones"}
+	rec.cols = append(rec.cols, f.added)
+	rec.coefs = append(rec.coefs, -1)
+	for _, o := range f.options {
+		if o.cost > 0 {
+			rec.cols = append(rec.cols, o.col)
+			rec.coefs = append(rec.coefs, o.cost/f.timeUnit)
+		}
+	}
+	p.add(rec)
+	// Memory rows: at each row, the evicted bytes cover the deficit.
+	cover := make([][]int, len(rows))
+	for k, o := range f.options {
+		for r := o.lo; r <= o.hi; r++ {
+			cover[r] = append(cover[r], k)
+		}
+	}
+	for r, pos := range rows {
+		rw := row{name: fmt.Sprintf("mem%d", pos), ge: true, rhs: float64(m.deficit[pos]) / f.byteUnit}
+		for _, k := range cover[r] {
+			o := f.options[k]
+			rw.cols = append(rw.cols, o.col)
+			rw.coefs = append(rw.coefs, o.save/f.byteUnit)
+		}
+		p.add(rw)
+	}
+	return f
+}
+
+// boundRows adds, per class, that its options evict at most all of it.
+// A class whose bytes cover the largest deficit of its rows needs none:
+// an optimum never evicts more of it than that (evicting less frees the
+// same rows and moves fewer bytes), so the row would not bind.
+func (f *formulation) boundRows(all bool) {
+	byClass := make([][]int, len(f.classes))
+	for _, o := range f.options {
+		byClass[o.class] = append(byClass[o.class], o.col)
+	}
+	for ci, c := range f.classes {
+		var need int64
+		for r := c.lo; r <= c.hi; r++ {
+			need = max(need, f.m.deficit[f.rows[r]])
+		}
+		if !all && c.bytes >= float64(need) {
+			continue
+		}
+		rw := row{name: fmt.Sprintf("cls%d", ci), rhs: 1}
+		for _, col := range byClass[ci] {
+			rw.cols = append(rw.cols, col)
+			rw.coefs = append(rw.coefs, 1)
+		}
+		f.p.add(rw)
+	}
+}
+
+// linkCandidates lists the link rows worth writing: device-to-host
+// windows from the step's start or from points of a grid to each row;
+// host-to-device windows from each row to the next row, to points of a
+// grid past the rows, or to the step's end. Windows start and end on a
+// grid (linkGrid points of the order) rather than at every class's
+// producer and next use: any set of windows gives a bound, and a grid
+// keeps the count independent of the number of tensors.
+func (f *formulation) linkCandidates() []linkRow {
+	n := f.m.n
+	starts := map[int]bool{-1: true}
+	ends := map[int]bool{n: true}
+	for k := 1; k < linkGrid; k++ {
+		starts[k*n/linkGrid] = true
+		ends[k*n/linkGrid] = true
+	}
+	for _, r := range f.rows {
+		ends[r] = true
+	}
+	var out []linkRow
+	for _, a := range sortedKeys(starts) {
+		for d := range f.rows {
+			if a < f.rows[d] {
+				out = append(out, linkRow{toHost: true, a: a, c: d})
+			}
+		}
+	}
+	for a := range f.rows {
+		for _, c := range sortedKeys(ends) {
+			if c > f.rows[a] {
+				out = append(out, linkRow{a: a, c: c})
+			}
+		}
+	}
+	return out
+}
+
+// linkGrid is how many stretches of the order link windows start and
+// end on.
+const linkGrid = 16
+
+func sortedKeys(s map[int]bool) []int {
+	out := make([]int, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// link writes a candidate as a row: the copies that must fall in the
+// window take no longer than the window, which a plan stretches by at
+// most its added time (its stalls plus its clones' time).
+func (f *formulation) link(l linkRow) row {
+	m := f.m
+	var rw row
+	var window float64
+	if l.toHost {
+		rw.name = fmt.Sprintf("d2h_%d_%d", l.a, f.rows[l.c])
+		window = m.tStart(f.rows[l.c]) - m.tEnd(l.a)
+		if l.a < 0 {
+			window = m.tStart(f.rows[l.c])
+		}
+	} else {
+		rw.name = fmt.Sprintf("h2d_%d_%d", f.rows[l.a], l.c)
+		window = m.tStart(l.c) - m.tStart(f.rows[l.a])
+	}
+	rw.rhs = math.Max(0, window) / f.timeUnit
+	for _, o := range f.options {
+		if l.toHost {
+			if o.toHost > 0 && o.deadline <= l.c && o.def >= l.a {
+				rw.cols = append(rw.cols, o.col)
+				rw.coefs = append(rw.coefs, o.toHost/m.d2h/f.timeUnit)
+			}
+		} else if o.toDev > 0 && o.lo >= l.a && o.to <= l.c {
+			rw.cols = append(rw.cols, o.col)
+			rw.coefs = append(rw.coefs, o.toDev/m.h2d/f.timeUnit)
+		}
+	}
+	if len(rw.cols) == 0 {
+		return rw
+	}
+	// The window stretches by at most the plan's added time.
+	rw.cols = append(rw.cols, f.added)
+	rw.coefs = append(rw.coefs, -1)
+	return rw
+}
+
+// violation is how far x breaks row rw (≤ 0: met).
+func violation(rw row, x []float64) float64 {
+	s := 0.0
+	for k, c := range rw.cols {
+		s += rw.coefs[k] * x[c]
+	}
+	if rw.ge {
+		return rw.rhs - s
+	}
+	return s - rw.rhs
+}

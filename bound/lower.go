@@ -27,8 +27,11 @@ type Result struct {
 	// fits (Where names the op).
 	Infeasible bool   `json:"infeasible,omitempty"`
 	Where      string `json:"where,omitempty"`
-	// Recompute and Stall split Added at the LP's optimum: clone time
-	// and link time no compute hides.
+	// LP is the optimum of the aggregated LP; Added is the larger of it
+	// and the Lagrangian bound of the unaggregated model (lagrange.go).
+	LP float64 `json:"lp_s"`
+	// Recompute and Stall split LP at its optimum: clone time and link
+	// time no compute hides.
 	Recompute float64 `json:"recompute_s"`
 	Stall     float64 `json:"stall_s"`
 	// Size of the LP solved: over-budget positions of the graph, memory
@@ -113,6 +116,16 @@ func LowerWith(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profil
 	if err := f.separate(opts.LinkRows, res); err != nil {
 		return nil, err
 	}
+	res.LP = res.Added
+	if f.duals != nil {
+		// The same rows with every gap on its own: its Lagrangian at the
+		// LP's duals.
+		full := newOptions(m, rows, len(rows), m.gapClasses(rows))
+		g := newLagrangian(full)
+		if l := g.eval(g.fromDuals(f.p, f.duals)) * full.timeUnit; l > res.Added {
+			res.Added = l
+		}
+	}
 	return res, nil
 }
 
@@ -127,10 +140,11 @@ func (f *formulation) separate(maxLinks int, res *Result) error {
 		if os.Getenv("BOUND_DEBUG") != "" {
 			fmt.Fprintf(os.Stderr, "round %d rows %d cols %d\n", round, len(f.p.rows), len(f.p.cost))
 		}
-		opt, x, err := solveSimplex(f.p)
+		opt, x, y, err := solveSimplexDuals(f.p)
 		if err != nil {
 			return err
 		}
+		f.duals = y
 		res.Added = opt * f.timeUnit
 		res.Recompute = 0
 		for _, o := range f.options {
@@ -375,6 +389,18 @@ func mergeFluids(m *model, rows []int, cls []fluid, k int) []fluid {
 		}
 		return c.bytes < float64(d)
 	}
+	// lg is log2 of each class's cheapest recompute per byte (NaN: not
+	// recomputable), kept beside cls to spare the pair scan the logs.
+	lg := make([]float64, len(cls))
+	setLog := func(i int) {
+		lg[i] = math.NaN()
+		if p := cls[i].perByte(); !math.IsInf(p, 1) {
+			lg[i] = math.Log2(p + 1e-18)
+		}
+	}
+	for i := range cls {
+		setLog(i)
+	}
 	for {
 		var small []int
 		for i := range cls {
@@ -387,18 +413,19 @@ func mergeFluids(m *model, rows []int, cls []fluid, k int) []fluid {
 		}
 		best, bi, bj := math.Inf(1), small[0], small[1]
 		for x := 0; x < len(small); x++ {
+			c := &cls[small[x]]
 			for y := x + 1; y < len(small); y++ {
-				c, d := &cls[small[x]], &cls[small[y]]
+				d := &cls[small[y]]
 				dist := float64(abs(c.c.lo-d.c.lo)+abs(c.c.hi-d.c.hi)) + math.Abs(float64(c.c.to-d.c.to))/float64(m.n)
 				if c.c.first != d.c.first {
 					dist += 0.5
 				}
-				pc, pd := c.perByte(), d.perByte()
+				lc, ld := lg[small[x]], lg[small[y]]
 				switch {
-				case math.IsInf(pc, 1) != math.IsInf(pd, 1):
+				case math.IsNaN(lc) != math.IsNaN(ld):
 					dist += 8 // recomputable with not: the merged class may recompute all
-				case !math.IsInf(pc, 1):
-					dist += math.Abs(math.Log2((pc + 1e-18) / (pd + 1e-18)))
+				case !math.IsNaN(lc):
+					dist += math.Abs(lc - ld)
 				}
 				if dist < best {
 					best, bi, bj = dist, small[x], small[y]
@@ -407,6 +434,8 @@ func mergeFluids(m *model, rows []int, cls []fluid, k int) []fluid {
 		}
 		cls[bi].merge(cls[bj])
 		cls = append(cls[:bj], cls[bj+1:]...)
+		lg = append(lg[:bj], lg[bj+1:]...)
+		setLog(bi)
 	}
 }
 

@@ -25,6 +25,11 @@ type row struct {
 	coefs []float64
 	ge    bool // Σ ≥ rhs; else Σ ≤ rhs
 	rhs   float64
+	// What the row is, for reading its dual value back: a memory row
+	// (mem: its row index), a link row (link), or the clones row.
+	mem    int
+	link   *linkRow
+	clones bool
 }
 
 func (p *problem) col(name string, cost float64) int {
@@ -82,10 +87,22 @@ func perturb(i int, ge bool) float64 {
 // the slacks and artificials are the initial basis, so no phase I is
 // needed (every packing rhs is ≥ 0, every covering rhs > 0).
 func solveSimplex(p *problem) (float64, []float64, error) {
+	opt, x, _, err := solveSimplexDuals(p)
+	return opt, x, err
+}
+
+// solveSimplexDuals is solveSimplex that also returns the rows' dual
+// values when it can recover them (nil otherwise): gonum returns the
+// optimal point, not its basis, so the basis is taken to be the
+// columns with a positive value — exactly m of them at a vertex that is
+// not degenerate, which the perturbation makes the rule — and the duals
+// solve Bᵀy = c_B. They are only a starting point for Lagrangian
+// refinement, which is a bound whatever multipliers it is given.
+func solveSimplexDuals(p *problem) (float64, []float64, []float64, error) {
 	n := len(p.cost)
 	m := len(p.rows)
 	if m == 0 {
-		return 0, make([]float64, n), nil
+		return 0, make([]float64, n), nil, nil
 	}
 	used := make([]bool, n)
 	for _, r := range p.rows {
@@ -101,7 +118,7 @@ func solveSimplex(p *problem) (float64, []float64, error) {
 		idx[j] = -1
 		if used[j] {
 			if p.cost[j] < 0 {
-				return 0, nil, fmt.Errorf("bound: column %s has a negative cost", p.names[j])
+				return 0, nil, nil, fmt.Errorf("bound: column %s has a negative cost", p.names[j])
 			}
 			idx[j] = k
 			k++
@@ -133,7 +150,7 @@ func solveSimplex(p *problem) (float64, []float64, error) {
 		b[i] = r.rhs + perturb(i, r.ge)
 		if r.ge {
 			if b[i] <= 0 {
-				return 0, nil, fmt.Errorf("bound: covering row %s has rhs %g", r.name, r.rhs)
+				return 0, nil, nil, fmt.Errorf("bound: covering row %s has rhs %g", r.name, r.rhs)
 			}
 			A.Set(i, next, -1) // surplus
 			A.Set(i, next+1, 1)
@@ -142,7 +159,7 @@ func solveSimplex(p *problem) (float64, []float64, error) {
 			next += 2
 		} else {
 			if b[i] < 0 {
-				return 0, nil, fmt.Errorf("bound: packing row %s has rhs %g", r.name, r.rhs)
+				return 0, nil, nil, fmt.Errorf("bound: packing row %s has rhs %g", r.name, r.rhs)
 			}
 			A.Set(i, next, 1) // slack
 			basis[i] = next
@@ -151,7 +168,7 @@ func solveSimplex(p *problem) (float64, []float64, error) {
 	}
 	_, x, err := lp.Simplex(c, A, b, 1e-12, basis)
 	if err != nil {
-		return 0, nil, fmt.Errorf("bound: simplex: %w", err)
+		return 0, nil, nil, fmt.Errorf("bound: simplex: %w", err)
 	}
 	// The artificials must have left the basis: the covering rows were
 	// met by real columns.
@@ -159,7 +176,7 @@ func solveSimplex(p *problem) (float64, []float64, error) {
 	for i, r := range p.rows {
 		if r.ge {
 			if x[next+1] > 1e-9*math.Max(1, r.rhs) {
-				return 0, nil, fmt.Errorf("bound: covering row %s not met (artificial %g)", r.name, x[next+1])
+				return 0, nil, nil, fmt.Errorf("bound: covering row %s not met (artificial %g)", r.name, x[next+1])
 			}
 			next += 2
 		} else {
@@ -175,5 +192,40 @@ func solveSimplex(p *problem) (float64, []float64, error) {
 			opt += p.cost[j] * out[j]
 		}
 	}
-	return opt, out, nil
+	return opt, out, duals(A, c, x), nil
+}
+
+// duals recovers the dual values of the rows from an optimal point x of
+// the standard form (A, c), or returns nil.
+func duals(A *mat.Dense, c, x []float64) []float64 {
+	m, _ := A.Dims()
+	var basis []int
+	for j, v := range x {
+		if v > 1e-12 {
+			basis = append(basis, j)
+		}
+	}
+	if len(basis) != m {
+		return nil
+	}
+	B := mat.NewDense(m, m, nil)
+	cb := mat.NewVecDense(m, nil)
+	for k, j := range basis {
+		for i := 0; i < m; i++ {
+			B.Set(i, k, A.At(i, j))
+		}
+		cb.SetVec(k, c[j])
+	}
+	var y mat.VecDense
+	if err := y.SolveVec(B.T(), cb); err != nil {
+		return nil
+	}
+	out := make([]float64, m)
+	for i := range out {
+		out[i] = y.AtVec(i)
+		if math.IsNaN(out[i]) || math.IsInf(out[i], 0) {
+			return nil
+		}
+	}
+	return out
 }

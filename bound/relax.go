@@ -28,6 +28,9 @@ type formulation struct {
 	// clones' time (one row), and what stretches every link window.
 	added int
 	p     *problem
+	// duals are the rows' dual values at the last optimum (nil: not
+	// recovered).
+	duals []float64
 	// scale converts the problem's units back: bytes are in units of
 	// byteUnit, times in units of timeUnit seconds.
 	byteUnit, timeUnit float64
@@ -85,6 +88,13 @@ type linkRow struct {
 // newFormulation lays out rows and options; the link rows are added by
 // the caller (all of them, or by separation).
 func newFormulation(m *model, rows []int, blocks int, classes []class) *formulation {
+	f := newOptions(m, rows, blocks, classes)
+	f.writeRows()
+	return f
+}
+
+// newOptions lays out the columns only (the Lagrangian needs no rows).
+func newOptions(m *model, rows []int, blocks int, classes []class) *formulation {
 	f := &formulation{m: m, rows: rows, classes: classes, p: &problem{}}
 	// Units: bytes in the largest deficit, seconds in the base step, so
 	// the simplex sees coefficients near 1.
@@ -115,7 +125,8 @@ func newFormulation(m *model, rows []int, blocks int, classes []class) *formulat
 		c := &classes[ci]
 		for k, vr := range c.recompute {
 			o := option{class: ci, lo: c.lo, hi: c.hi, save: vr.save, cost: vr.cost, toDev: vr.xfer, to: c.to}
-			o.col = p.col(fmt.Sprintf("r%d_%d", ci, k), vr.cost/f.timeUnit)
+			// Its time is counted in the added-time column (clones row).
+			o.col = p.col(fmt.Sprintf("r%d_%d", ci, k), 0)
 			f.options = append(f.options, o)
 		}
 		for b := f.blockOf[c.lo]; b <= f.blockOf[c.hi]; b++ {
@@ -128,8 +139,14 @@ func newFormulation(m *model, rows []int, blocks int, classes []class) *formulat
 			f.options = append(f.options, o)
 		}
 	}
+	return f
+}
+
+// writeRows writes the clones row and the memory rows.
+func (f *formulation) writeRows() {
+	p, m, rows := f.p, f.m, f.rows
 	// The added time is at least the clones' time.
-	rec := row{name: "clones"}
+	rec := row{name: "clones", clones: true, mem: -1}
 	rec.cols = append(rec.cols, f.added)
 	rec.coefs = append(rec.coefs, -1)
 	for _, o := range f.options {
@@ -147,7 +164,7 @@ func newFormulation(m *model, rows []int, blocks int, classes []class) *formulat
 		}
 	}
 	for r, pos := range rows {
-		rw := row{name: fmt.Sprintf("mem%d", pos), ge: true, rhs: float64(m.deficit[pos]) / f.byteUnit}
+		rw := row{name: fmt.Sprintf("mem%d", pos), ge: true, rhs: float64(m.deficit[pos]) / f.byteUnit, mem: r}
 		for _, k := range cover[r] {
 			o := f.options[k]
 			rw.cols = append(rw.cols, o.col)
@@ -155,7 +172,6 @@ func newFormulation(m *model, rows []int, blocks int, classes []class) *formulat
 		}
 		p.add(rw)
 	}
-	return f
 }
 
 // boundRows adds, per class, that its options evict at most all of it.
@@ -175,7 +191,7 @@ func (f *formulation) boundRows(all bool) {
 		if !all && c.bytes >= float64(need) {
 			continue
 		}
-		rw := row{name: fmt.Sprintf("cls%d", ci), rhs: 1}
+		rw := row{name: fmt.Sprintf("cls%d", ci), rhs: 1, mem: -1}
 		for _, col := range byClass[ci] {
 			rw.cols = append(rw.cols, col)
 			rw.coefs = append(rw.coefs, 1)
@@ -192,18 +208,9 @@ func (f *formulation) boundRows(all bool) {
 // producer and next use: any set of windows gives a bound, and a grid
 // keeps the count independent of the number of tensors.
 func (f *formulation) linkCandidates() []linkRow {
-	n := f.m.n
-	starts := map[int]bool{-1: true}
-	ends := map[int]bool{n: true}
-	for k := 1; k < linkGrid; k++ {
-		starts[k*n/linkGrid] = true
-		ends[k*n/linkGrid] = true
-	}
-	for _, r := range f.rows {
-		ends[r] = true
-	}
+	starts, ends := f.windowPoints()
 	var out []linkRow
-	for _, a := range sortedKeys(starts) {
+	for _, a := range starts {
 		for d := range f.rows {
 			if a < f.rows[d] {
 				out = append(out, linkRow{toHost: true, a: a, c: d})
@@ -211,13 +218,29 @@ func (f *formulation) linkCandidates() []linkRow {
 		}
 	}
 	for a := range f.rows {
-		for _, c := range sortedKeys(ends) {
+		for _, c := range ends {
 			if c > f.rows[a] {
 				out = append(out, linkRow{a: a, c: c})
 			}
 		}
 	}
 	return out
+}
+
+// windowPoints are where device-to-host windows start (-1: the step's
+// start) and host-to-device windows end (n: the step's end), sorted.
+func (f *formulation) windowPoints() (starts, ends []int) {
+	n := f.m.n
+	s := map[int]bool{-1: true}
+	e := map[int]bool{n: true}
+	for k := 1; k < linkGrid; k++ {
+		s[k*n/linkGrid] = true
+		e[k*n/linkGrid] = true
+	}
+	for _, r := range f.rows {
+		e[r] = true
+	}
+	return sortedKeys(s), sortedKeys(e)
 }
 
 // linkGrid is how many stretches of the order link windows start and
@@ -238,19 +261,12 @@ func sortedKeys(s map[int]bool) []int {
 // most its added time (its stalls plus its clones' time).
 func (f *formulation) link(l linkRow) row {
 	m := f.m
-	var rw row
-	var window float64
+	rw := row{mem: -1, link: &l, rhs: f.window(l)}
 	if l.toHost {
 		rw.name = fmt.Sprintf("d2h_%d_%d", l.a, f.rows[l.c])
-		window = m.tStart(f.rows[l.c]) - m.tEnd(l.a)
-		if l.a < 0 {
-			window = m.tStart(f.rows[l.c])
-		}
 	} else {
 		rw.name = fmt.Sprintf("h2d_%d_%d", f.rows[l.a], l.c)
-		window = m.tStart(l.c) - m.tStart(f.rows[l.a])
 	}
-	rw.rhs = math.Max(0, window) / f.timeUnit
 	for _, o := range f.options {
 		if l.toHost {
 			if o.toHost > 0 && o.deadline <= l.c && o.def >= l.a {
@@ -269,6 +285,24 @@ func (f *formulation) link(l linkRow) row {
 	rw.cols = append(rw.cols, f.added)
 	rw.coefs = append(rw.coefs, -1)
 	return rw
+}
+
+// window is the length of a link row's window in the unplanned step,
+// in time units: from the end of op a (the step's start for a = -1) to
+// the start of row c's op for a device-to-host row; from the start of
+// row a's op to the start of op c for a host-to-device row.
+func (f *formulation) window(l linkRow) float64 {
+	m := f.m
+	var w float64
+	if l.toHost {
+		w = m.tStart(f.rows[l.c]) - m.tEnd(l.a)
+		if l.a < 0 {
+			w = m.tStart(f.rows[l.c])
+		}
+	} else {
+		w = m.tStart(l.c) - m.tStart(f.rows[l.a])
+	}
+	return math.Max(0, w) / f.timeUnit
 }
 
 // violation is how far x breaks row rw (≤ 0: met).

@@ -1,0 +1,242 @@
+package bound
+
+import (
+	"math"
+	"sort"
+)
+
+// Lagrangian refinement. The LP Lower solves is small because its
+// columns are merged into classes, which loosens it. The model with
+// every gap on its own (the MILP's columns, over the same rows) has a
+// Lagrangian dual that is cheap to evaluate exactly: with multipliers
+// λ ≥ 0 for the memory rows, ν ≥ 0 for the clones row and μ ≥ 0 for the
+// link rows, ν + Σμ ≤ 1 (else the added-time column makes it −∞),
+//
+//	L = Σ_r λ_r·deficit_r − Σ_l μ_l·window_l + Σ_gaps min(0, min_options rc)
+//	rc = ν·cost − save·Σ_{r freed} λ_r + Σ_{l holding it} μ_l·transfer_l
+//
+// and any such multipliers give a lower bound on that model (weak
+// duality), hence on every plan of the class. At the aggregated LP's
+// duals it is at least the aggregated LP's optimum — each gap's option
+// costs no less, frees no more and moves no less than its class's, so
+// its reduced cost is at least its share of the class's — and usually
+// well above it: Lower reports the larger. (Projected subgradient steps
+// from there did not raise it on the graphs tried: the dual is
+// degenerate at the LP's duals, and single subgradients point down.)
+type lagrangian struct {
+	f      *formulation // per gap: one class per gap
+	starts []int        // device-to-host window starts
+	ends   []int        // host-to-device window ends
+	// rhsD[s][d] and rhsH[a][e] are the windows' lengths (time units),
+	// NaN where there is no such window.
+	rhsD, rhsH [][]float64
+	deficit    []float64 // byte units
+	// Per option: the window indices it falls in.
+	sidx, eidx []int
+	classOf    []int
+}
+
+func newLagrangian(f *formulation) *lagrangian {
+	g := &lagrangian{f: f}
+	g.starts, g.ends = f.windowPoints()
+	R := len(f.rows)
+	g.deficit = make([]float64, R)
+	for r, pos := range f.rows {
+		g.deficit[r] = float64(f.m.deficit[pos]) / f.byteUnit
+	}
+	g.rhsD = grid(len(g.starts), R, math.NaN())
+	for s, a := range g.starts {
+		for d := range f.rows {
+			if a < f.rows[d] {
+				g.rhsD[s][d] = f.window(linkRow{toHost: true, a: a, c: d})
+			}
+		}
+	}
+	g.rhsH = grid(R, len(g.ends), math.NaN())
+	for a := range f.rows {
+		for e, c := range g.ends {
+			if c > f.rows[a] {
+				g.rhsH[a][e] = f.window(linkRow{a: a, c: c})
+			}
+		}
+	}
+	for _, o := range f.options {
+		// Starts at or before the producer; ends at or after the use.
+		g.sidx = append(g.sidx, sort.SearchInts(g.starts, o.def+1)-1)
+		g.eidx = append(g.eidx, sort.SearchInts(g.ends, o.to))
+		g.classOf = append(g.classOf, o.class)
+	}
+	return g
+}
+
+func grid(a, b int, v float64) [][]float64 {
+	out := make([][]float64, a)
+	for i := range out {
+		out[i] = make([]float64, b)
+		for j := range out[i] {
+			out[i][j] = v
+		}
+	}
+	return out
+}
+
+// mult are the multipliers.
+type mult struct {
+	lam    []float64
+	nu     float64
+	mD, mH [][]float64
+}
+
+func (g *lagrangian) zero() *mult {
+	return &mult{lam: make([]float64, len(g.f.rows)), mD: grid(len(g.starts), len(g.f.rows), 0), mH: grid(len(g.f.rows), len(g.ends), 0)}
+}
+
+// fromDuals reads the aggregated LP's duals into multipliers of this
+// model (rows it does not have stay 0).
+func (g *lagrangian) fromDuals(p *problem, y []float64) *mult {
+	u := g.zero()
+	si := map[int]int{}
+	for k, a := range g.starts {
+		si[a] = k
+	}
+	ei := map[int]int{}
+	for k, c := range g.ends {
+		ei[c] = k
+	}
+	for i, r := range p.rows {
+		switch {
+		case r.ge && r.mem >= 0:
+			u.lam[r.mem] = math.Max(0, y[i])
+		case r.clones:
+			u.nu = math.Max(0, -y[i])
+		case r.link != nil && r.link.toHost:
+			if s, ok := si[r.link.a]; ok {
+				u.mD[s][r.link.c] = math.Max(0, -y[i])
+			}
+		case r.link != nil:
+			if e, ok := ei[r.link.c]; ok {
+				u.mH[r.link.a][e] = math.Max(0, -y[i])
+			}
+		}
+	}
+	g.project(u)
+	return u
+}
+
+// project puts u back in the domain: λ ≥ 0, ν, μ ≥ 0 with ν + Σμ ≤ 1,
+// μ = 0 where there is no window.
+func (g *lagrangian) project(u *mult) {
+	for r := range u.lam {
+		u.lam[r] = math.Max(0, u.lam[r])
+	}
+	var vals []*float64
+	vals = append(vals, &u.nu)
+	for s := range u.mD {
+		for d := range u.mD[s] {
+			if math.IsNaN(g.rhsD[s][d]) {
+				u.mD[s][d] = 0
+				continue
+			}
+			vals = append(vals, &u.mD[s][d])
+		}
+	}
+	for a := range u.mH {
+		for e := range u.mH[a] {
+			if math.IsNaN(g.rhsH[a][e]) {
+				u.mH[a][e] = 0
+				continue
+			}
+			vals = append(vals, &u.mH[a][e])
+		}
+	}
+	sum := 0.0
+	for _, v := range vals {
+		*v = math.Max(0, *v)
+		sum += *v
+	}
+	if sum <= 1 {
+		return
+	}
+	// Euclidean projection onto the simplex Σ = 1.
+	xs := make([]float64, len(vals))
+	for i, v := range vals {
+		xs[i] = *v
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(xs)))
+	cum, theta := 0.0, 0.0
+	for i, x := range xs {
+		cum += x
+		t := (cum - 1) / float64(i+1)
+		if x-t > 0 {
+			theta = t
+		}
+	}
+	for _, v := range vals {
+		*v = math.Max(0, *v-theta)
+	}
+}
+
+// eval returns L(u).
+func (g *lagrangian) eval(u *mult) float64 {
+	f := g.f
+	R, S, E := len(f.rows), len(g.starts), len(g.ends)
+	// Prefix sums: Λ over rows; CD[s][d] = Σ_{s' ≤ s, d' ≥ d} μD;
+	// CH[a][e] = Σ_{a' ≤ a, e' ≥ e} μH.
+	lam := make([]float64, R+1)
+	for r := 0; r < R; r++ {
+		lam[r+1] = lam[r] + u.lam[r]
+	}
+	CD := grid(S, R+1, 0)
+	for s := 0; s < S; s++ {
+		for d := R - 1; d >= 0; d-- {
+			CD[s][d] = CD[s][d+1] + u.mD[s][d]
+			if s > 0 {
+				CD[s][d] += CD[s-1][d] - CD[s-1][d+1]
+			}
+		}
+	}
+	CH := grid(R, E+1, 0)
+	for a := 0; a < R; a++ {
+		for e := E - 1; e >= 0; e-- {
+			CH[a][e] = CH[a][e+1] + u.mH[a][e]
+			if a > 0 {
+				CH[a][e] += CH[a-1][e] - CH[a-1][e+1]
+			}
+		}
+	}
+	best := make([]float64, len(f.classes))
+	for k, o := range f.options {
+		rc := u.nu*o.cost/f.timeUnit - o.save/f.byteUnit*(lam[o.hi+1]-lam[o.lo])
+		if o.toHost > 0 {
+			rc += o.toHost / f.m.d2h / f.timeUnit * CD[g.sidx[k]][o.deadline]
+		}
+		if o.toDev > 0 {
+			rc += o.toDev / f.m.h2d / f.timeUnit * CH[o.lo][g.eidx[k]]
+		}
+		if c := g.classOf[k]; rc < best[c] {
+			best[c] = rc
+		}
+	}
+	L := 0.0
+	for r := 0; r < R; r++ {
+		L += u.lam[r] * g.deficit[r]
+	}
+	for s := range u.mD {
+		for d, m := range u.mD[s] {
+			if m > 0 {
+				L -= m * g.rhsD[s][d]
+			}
+		}
+	}
+	for a := range u.mH {
+		for e, m := range u.mH[a] {
+			if m > 0 {
+				L -= m * g.rhsH[a][e]
+			}
+		}
+	}
+	for _, b := range best {
+		L += b
+	}
+	return L
+}

@@ -99,7 +99,14 @@
 // rows of a grid of windows, a few per round, up to LinkRows. Each
 // row's right-hand side is loosened by about 1e-9 of its unit so that no
 // vertex is degenerate (gonum's Dantzig rule can cycle on one), which
-// only lowers the optimum. The MILP keeps every gap and every window of
-// the grid, over the same rows; its relaxation is at least the LP, so
-// LP ≤ MILP ≤ the best plan of the class.
+// only lowers the optimum. Merging loosens the LP; lagrange.go takes
+// the LP's duals (recovered from gonum's optimal vertex) as Lagrange
+// multipliers of the unmerged model — every gap on its own, every
+// window of the grid — whose dual function is exact and cheap to
+// evaluate, and is a bound by weak duality at any multipliers: at these
+// it is at least the LP's optimum, and Lower reports it (Result.LP keeps
+// the LP's). The MILP keeps every gap and every window of the grid,
+// over the same rows, with binary columns: its optimum is at least its
+// relaxation's, which is at least that Lagrangian bound, so
+// Lower ≤ MILP ≤ the best plan of the class.
 package bound

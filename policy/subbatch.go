@@ -36,9 +36,12 @@ type SubBatching struct {
 	// whole batch at once).
 	SubBatches []int64
 	LowerBound int64 // Eq. 2
-	// BaseTime is the simulated time of the plain step (the whole
-	// batch, every tensor resident, memory unlimited), what a
-	// sub-batched step's time compares with.
+	// BasePeak and BaseTime are the peak and simulated time of the
+	// plain step run unplanned (the whole batch, in the order it was
+	// built, every tensor resident, memory unlimited): what a
+	// sub-batched plan compares with, since the unplanned sub-batched
+	// step is not what the user would otherwise run (issue 12 item 4).
+	BasePeak int64
 	BaseTime float64
 	ops      int // the plain step's
 }
@@ -124,6 +127,13 @@ func selectPlain(m, other *ir.Model, opts Options) (*SubBatching, error) {
 		budget = p.Budget()
 	}
 	g := m.Graph
+	// The plain step unplanned, as built (what the planner's report
+	// calls the base step of a plan that is not sub-batched).
+	plain, err := memory.Analyze(g, memory.Options{})
+	if err != nil {
+		return nil, err
+	}
+	basePeak, baseTime := plain.Peak, passes.Simulate(g, plain, p).StepTime
 	was := slices.Clone(g.Order())
 	order, err := passes.DFSOrder(g)
 	if err != nil {
@@ -140,7 +150,7 @@ func selectPlain(m, other *ir.Model, opts Options) (*SubBatching, error) {
 			og = other.Graph
 		}
 		res = selectSubBatch(g, mem, og, p, budget)
-		res.BaseTime = passes.Simulate(g, mem, p).StepTime
+		res.BasePeak, res.BaseTime = basePeak, baseTime
 	}
 	if err2 := g.SetOrder(was); err == nil {
 		err = err2

@@ -178,9 +178,12 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 		fmt.Fprintf(w, "kept          %s\n", res.Kept)
 	}
 	if sb := res.SubBatching; sb != nil && len(sb.Sizes) > 1 {
-		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated\n", len(sb.Sizes), sb.Sizes[0], sb.Eq3)
+		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated; unplanned: peak %s, %.3f ms\n",
+			len(sb.Sizes), sb.Sizes[0], sb.Eq3, bytesStr(sb.SubBatchedPeak), sb.SubBatchedStep*1e3)
 	}
-	fmt.Fprintf(w, "step time     %.3f ms predicted, %.3f ms unconstrained (+%.1f%%)\n", res.Step*1e3, res.BaseStep*1e3, res.Overhead())
+	// The base peak and the unconstrained time are the whole batch's
+	// unplanned step's, also for a sub-batched plan.
+	fmt.Fprintf(w, "step time     %.3f ms predicted, %.3f ms unconstrained (%+.1f%%)\n", res.Step*1e3, res.BaseStep*1e3, res.Overhead())
 	if b := res.Bound; b != nil {
 		fmt.Fprintf(w, "lower bound   %s\n", describeBound(res))
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
@@ -45,6 +46,19 @@ type RunOptions struct {
 	// one), instead of finishing with garbage (executor.NonFiniteError).
 	// It reads every output once more. tsplitc turns it on for --train.
 	CheckFinite bool
+	// Output, when set, is where the trained model is written after the
+	// last iteration (a training step only): the step itself, planned
+	// or not, with every input it feeds back (weights, optimizer state,
+	// running statistics) holding its value after the last iteration,
+	// as an initializer. Running or planning it goes on from there. It
+	// is written as WriteModel writes (only a regular file, never one the
+	// model was read from; a *UsageError for Output otherwise).
+	Output string
+	// SaveOutputs, when set, is a folder (created when missing) where
+	// every graph output of the last iteration is written as a numpy
+	// .npy file (tensorfile.ReadNPY reads them back), with index.json
+	// mapping each output's name to its file.
+	SaveOutputs string
 	// Progress, when set, is told after every iteration.
 	Progress func(Progress)
 }
@@ -72,6 +86,17 @@ type RunResult struct {
 	Losses   []float64     `json:"-"`
 	// Outputs are the last iteration's graph outputs, by name.
 	Outputs []Output `json:"outputs"`
+	// Trained is the file the trained model was written to
+	// (RunOptions.Output) and Saved the .npy files of the outputs
+	// (RunOptions.SaveOutputs), in the order of Outputs.
+	Trained string        `json:"trained_model,omitempty"`
+	Saved   []SavedOutput `json:"saved_outputs,omitempty"`
+}
+
+// SavedOutput is an output written by RunOptions.SaveOutputs.
+type SavedOutput struct {
+	Name string `json:"name"`
+	File string `json:"file"`
 }
 
 // Output is one graph output of a run.
@@ -150,6 +175,9 @@ func RunFile(ctx context.Context, path string, opts RunOptions) (*RunResult, err
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
+	if err := checkOutput(opts.Output, path); err != nil {
+		return nil, err
+	}
 	m, err := load(ctx, path, iopts, nil)
 	if err != nil {
 		return nil, err
@@ -166,7 +194,7 @@ func (o *RunOptions) check() error {
 	case o.Train != nil:
 		return trainOptions(*o.Train)
 	}
-	return nil
+	return checkSaveDir(o.SaveOutputs)
 }
 
 // Run executes m on the CPU reference device: every kernel computed in
@@ -200,6 +228,15 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	ti, err := compiler.ReadTrainingInfo(m)
 	if err != nil {
 		return fail(err)
+	}
+	if opts.Output != "" {
+		// Refused before the run, not after it.
+		if ti == nil {
+			return nil, usage("Output", "writes the trained model, and %s is not a training step (set Train to build one)", m.Path)
+		}
+		if _, err := backend.CheckOutput(opts.Output, backend.InputFiles(m)...); err != nil {
+			return nil, &UsageError{Option: "Output", Err: err}
+		}
 	}
 	xopts, need, err := executor.PlannedOptions(m)
 	if err != nil {
@@ -271,7 +308,42 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		}
 		return 0
 	})
+	if opts.SaveOutputs != "" {
+		if res.Saved, err = saveOutputs(ctx, opts.SaveOutputs, res.Outputs, backend.InputFiles(m)); err != nil {
+			return res, err
+		}
+	}
+	if opts.Output != "" {
+		if err := write(ctx, trainedModel(m, ti, inputs), opts.Output, nil); err != nil {
+			return res, err
+		}
+		res.Trained = opts.Output
+	}
 	return res, nil
+}
+
+// trainedModel is a copy of the training step m whose fed-back inputs
+// hold the state a run ended with (state: the next step's inputs). An
+// input that was a graph input (weights given as inputs) becomes an
+// initializer and stays a graph input: ONNX reads that as an input
+// with a default, which tsplit's import keeps as the initializer.
+func trainedModel(m *ir.Model, ti *compiler.TrainingInfo, state map[string][]byte) *ir.Model {
+	c := m.Clone()
+	g := c.Graph
+	for _, fb := range ti.Feedback {
+		v := g.Lookup(fb[1])
+		if v == nil || v.Kind == ir.KindOp {
+			continue // ReadTrainingInfo checked the pairs
+		}
+		t := &ir.Tensor{DType: v.DType, Shape: slices.Clone(v.Shape), Raw: state[fb[1]]}
+		if v.Kind == ir.KindInput {
+			v.Kind = ir.KindInit
+			g.Inits = append(g.Inits, v)
+		}
+		// Src is the tensor as read: the writer would copy it.
+		v.Const, v.Load, v.Src = t, nil, nil
+	}
+	return c
 }
 
 // tensorTypes maps the tensor file's type names to IR element types.

@@ -59,7 +59,7 @@ func newRootCmd() *cobra.Command {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("--run takes one model, got %d", len(args))}
 			}
-			rf.memory = pf.memory
+			rf.memory, rf.out = pf.memory, pf.out
 			if err := rf.poolFromMemory(); err != nil {
 				return err
 			}

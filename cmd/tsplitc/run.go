@@ -25,6 +25,11 @@ type runFlags struct {
 	train  bool
 	// finite is --check-finite; its default is --train's value.
 	finite bool
+	// out is -o, the trained model (run's own flag; the root's -o is
+	// the plan's output, which --run takes as this).
+	out string
+	// saveOutputs is --save-outputs, a folder for the outputs' .npy files.
+	saveOutputs string
 }
 
 // register adds run's own flags. --pool's older name --memory is added
@@ -36,6 +41,7 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random inputs")
 	fl.BoolVar(&f.train, "train", false, "build the training step of a forward model and run training steps")
 	fl.StringVar(&f.pool, "pool", "", "memory of the capped CPU device, e.g. 2MiB (default: what the model needs: a planned model's pool)")
+	fl.StringVar(&f.saveOutputs, "save-outputs", "", "write every output of the last iteration to this folder as a numpy .npy file (index.json maps output names to files)")
 	fl.BoolVar(&f.finite, "check-finite", false, "stop with an error naming the first op that computes a NaN or Inf, or the input holding one (default: on with --train)")
 }
 
@@ -54,11 +60,13 @@ func (f *runFlags) poolFromMemory() error {
 func newRunCmd() *cobra.Command {
 	f := runFlags{importFlags: &importFlags{}, trainFlags: &trainFlags{}, outFlags: &outFlags{}}
 	cmd := &cobra.Command{
-		Use:   "run MODEL [--iters N] [--pool SIZE] [--inputs FILE] [--train]",
+		Use:   "run MODEL [--iters N] [--pool SIZE] [--inputs FILE] [--train] [-o TRAINED.onnx] [--save-outputs DIR]",
 		Short: "execute a (planned) model on the CPU reference device, which enforces the memory pool",
 		Long: "run executes MODEL on the CPU reference device: every kernel computed, the copy streams concurrent with\n" +
 			"compute, every allocation past the pool refused. A planned model runs in its static layout, so the measured\n" +
-			"peak equals the plan's. A training step runs --iters steps, feeding its updated weights back.\n" +
+			"peak equals the plan's. A training step runs --iters steps, feeding its updated weights back; -o writes it\n" +
+			"with the weights and optimizer state of the last step (the trained model), --save-outputs DIR every output\n" +
+			"of the last step as DIR/NAME.npy.\n" +
 			"`tsplitc --run MODEL …` is the same command. --memory is --pool's older name.",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,6 +82,7 @@ func newRunCmd() *cobra.Command {
 	f.outFlags.register(fl)
 	f.register(fl)
 	fl.StringVar(&f.memory, "memory", "", "the same as --pool (its older name, kept from tsplitc --run)")
+	fl.StringVarP(&f.out, "output", "o", "", "write the trained model here: the training step with its weights and optimizer state after the last iteration")
 	return cmd
 }
 
@@ -96,6 +105,7 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	if f.train {
 		opts.Train = &f.trainFlags.opts
 	}
+	opts.Output, opts.SaveOutputs = f.out, f.saveOutputs
 	opts.CheckFinite = f.finite
 	if !cmd.Flags().Changed("check-finite") {
 		opts.CheckFinite = f.train
@@ -125,10 +135,16 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 			}
 			fmt.Fprintf(w, "losses       %s\n", strings.Join(parts, " "))
 		}
-		return nil
+	} else {
+		for _, o := range res.Outputs {
+			fmt.Fprintf(w, "output       %s %v%v %s\n", quote.Name(o.Name), o.DType, o.Shape, preview(&o))
+		}
 	}
-	for _, o := range res.Outputs {
-		fmt.Fprintf(w, "output       %s %v%v %s\n", quote.Name(o.Name), o.DType, o.Shape, preview(&o))
+	if len(res.Saved) > 0 {
+		fmt.Fprintf(w, "saved        %d outputs to %s (index.json names their files)\n", len(res.Saved), quote.Name(f.saveOutputs))
+	}
+	if res.Trained != "" {
+		fmt.Fprintf(w, "wrote        %s (the trained model)\n", quote.Name(res.Trained))
 	}
 	return nil
 }

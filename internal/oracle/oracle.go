@@ -126,6 +126,13 @@ func PythonONNX(t testing.TB) string {
 	return pythonWith(t, "onnx")
 }
 
+// PythonNumpy is like Python but needs only numpy (to read the .npy
+// files `tsplitc run --save-outputs` writes).
+func PythonNumpy(t testing.TB) string {
+	t.Helper()
+	return pythonWith(t, "numpy")
+}
+
 // ---- PyTorch models ----
 
 var exportMu sync.Mutex

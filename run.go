@@ -232,7 +232,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	if opts.Output != "" {
 		// Refused before the run, not after it.
 		if ti == nil {
-			return nil, usage("Output", "writes the trained model, and %s is not a training step (set Train to build one)", m.Path)
+			return nil, usage("Output", "writes a trained model, and %s is not a training step (Train, tsplitc's --train, builds one)", m.Path)
 		}
 		if _, err := backend.CheckOutput(opts.Output, backend.InputFiles(m)...); err != nil {
 			return nil, &UsageError{Option: "Output", Err: err}

@@ -230,6 +230,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
 		{[]string{"--run", resnet18, "--pool", "1MiB", "--memory", "1MiB"}, 2, "give one of them"},
 		{[]string{"run", resnet18, "--iters", "0"}, 2, "--iters"},
+		{[]string{"run", resnet18, "-o", out}, 2, "-o: writes a trained model"},
+		{[]string{"run", resnet18, "--train", "-o", resnet18}, 2, "is the input"},
+		{[]string{"--run", resnet18, "--train", "-o", dir}, 2, "is a folder"},
+		{[]string{"run", resnet18, "--save-outputs", bad}, 2, "is not a folder"},
 		{[]string{"plan", resnet18, "-o", out, "--memory", "0"}, 2, `--memory "0": want a positive size`},
 		{[]string{"run", resnet18, "--pool", "0B"}, 2, `--pool "0B": want a positive size`},
 		{[]string{"--run", resnet18, "--memory", "0"}, 2, "want a positive size"},
@@ -289,5 +293,46 @@ func TestBenchWritesOnlyWithOutput(t *testing.T) {
 	run(append(args, "-o", "res")...)
 	if _, err := os.Stat(filepath.Join(dir, "res", "README.md")); err != nil {
 		t.Errorf("bench -o res: %v", err)
+	}
+}
+
+// run -o writes the trained model and --save-outputs the outputs, in
+// both spellings of the command; --json names the files.
+func TestRunSavesResults(t *testing.T) {
+	dir := t.TempDir()
+	trained, saved := filepath.Join(dir, "trained.onnx"), filepath.Join(dir, "outputs")
+	out, errs, code := tsplitc(t, "run", resnet18, "--batch", "2", "--train", "--iters", "2", "-o", trained, "--save-outputs", saved)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "wrote        "+trained+" (the trained model)") || !strings.Contains(out, "outputs to "+saved) {
+		t.Errorf("the summary does not name the files:\n%s", out)
+	}
+	npys, _ := filepath.Glob(filepath.Join(saved, "*.npy"))
+	if len(npys) == 0 {
+		t.Errorf("no .npy files in %s", saved)
+	}
+	// Training goes on from the trained model.
+	if _, errs, code := tsplitc(t, "run", trained, "--iters", "2"); code != 0 {
+		t.Errorf("run %s: exit %d: %s", trained, code, errs)
+	}
+	again := filepath.Join(dir, "again.onnx")
+	js, errs, code := tsplitc(t, "--run", resnet18, "--batch", "2", "--train", "--iters", "2", "-o", again, "--save-outputs", saved, "--json")
+	if code != 0 {
+		t.Fatalf("--run: exit %d: %s", code, errs)
+	}
+	var obj struct {
+		Trained string `json:"trained_model"`
+		Saved   []struct {
+			Name, File string
+		} `json:"saved_outputs"`
+	}
+	if err := json.Unmarshal([]byte(js), &obj); err != nil || obj.Trained != again || len(obj.Saved) != len(npys) {
+		t.Errorf("--json: %v, trained %q, %d saved (want %s, %d):\n%s", err, obj.Trained, len(obj.Saved), again, len(npys), js)
+	}
+	a, _ := os.ReadFile(trained)
+	b, _ := os.ReadFile(again)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Errorf("run -o and --run -o wrote different models (%d, %d bytes)", len(a), len(b))
 	}
 }

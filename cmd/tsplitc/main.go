@@ -78,7 +78,7 @@ func describeError(err error) (string, int) {
 func flagOf(option string) string {
 	flags := map[string]string{
 		"Batch": "--batch", "Dims": "--dim", "Device": "--device", "Budget": "--memory", "Policy": "--policy",
-		"PolicyParams": "--policy-param", "Order": "--order", "Iters": "--iters", "Pool": "--pool", "Inputs": "--inputs", "Output": "-o",
+		"PolicyParams": "--policy-param", "Order": "--order", "Iters": "--iters", "Pool": "--pool", "Inputs": "--inputs", "Output": "-o", "SaveOutputs": "--save-outputs",
 		"Train.Loss": "--loss", "Train.Optimizer": "--optimizer", "Train.LR": "--lr", "Train.Momentum": "--momentum",
 		"Train.WeightDecay": "--weight-decay",
 	}

@@ -42,6 +42,7 @@ func newRootCmd() *cobra.Command {
 	pf.outFlags.register(fl)
 	pf.register(fl)
 	fl.Lookup("memory").Usage = "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves); with --run: the device pool, as run's --pool"
+	fl.Lookup("output").Usage = "write the planned training step here; with --run: the trained model, as run's -o"
 	rf.register(fl)
 	run := fl.VarPF(&runArg, "run", "", "run MODEL on the CPU reference device, as the run command does (--run=MODEL works too)")
 	run.NoOptDefVal = "true"

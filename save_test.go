@@ -278,3 +278,39 @@ func TestTrainedModelOfWeightInputs(t *testing.T) {
 	}
 	ortLoss(t, m, trained, on.Losses[0])
 }
+
+// A planned step's trained model is still the plan: it runs in the
+// same pool with the same measured peak, and trains on as the unplanned
+// step does.
+func TestTrainedPlannedModel(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	planned, trained := filepath.Join(dir, "planned.onnx"), filepath.Join(dir, "trained.onnx")
+	plan, err := tsplit.PlanFile(ctx, resnet18, tsplit.Options{Batch: 4, Budget: 1200 << 10, Output: planned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Peak >= plan.BasePeak {
+		t.Fatalf("the plan does nothing (peak %d, base %d)", plan.Peak, plan.BasePeak)
+	}
+	first, err := tsplit.RunFile(ctx, planned, tsplit.RunOptions{Iters: 2, Seed: seed, Output: trained})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := tsplit.RunFile(ctx, trained, tsplit.RunOptions{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on.Pool != first.Pool || on.Peak != first.Peak || on.Peak != plan.Peak {
+		t.Errorf("trained model: pool %d, peak %d; the plan's run: pool %d, peak %d; planned peak %d", on.Pool, on.Peak, first.Pool, first.Peak, plan.Peak)
+	}
+	three, err := tsplit.RunFile(ctx, resnet18, tsplit.RunOptions{Batch: 4, Iters: 3, Seed: seed, Train: &tsplit.TrainOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A plan that splits sums partial results in another order: close,
+	// not always bit-equal.
+	if math.Abs(on.Losses[0]-three.Losses[2]) > 1e-5*math.Abs(three.Losses[2]) {
+		t.Errorf("loss from the trained planned model %v, the unplanned step's third %v", on.Losses[0], three.Losses[2])
+	}
+}

@@ -155,7 +155,11 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 			best = k
 		}
 	}
-	if best >= 0 {
+	// A plan within goodEnough of the unplanned step leaves the rest of
+	// the search (the peak walk, repair, the no-split search) nothing
+	// worth its time: stop there.
+	done := best >= 0 && vs[best].plan.Report.Time <= vs[best].plan.Report.BaseTime*(1+goodEnough)
+	if best >= 0 && !done {
 		v := &variant{order: vs[best].order, peakFirst: true, name: prefix + "order-" + string(vs[best].order) + "-peak"}
 		plan(v, true)
 		if interrupted(v.err) {
@@ -186,7 +190,10 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 		return vs[0].plan, vs[0].err, splits
 	}
 	w := vs[best]
-	f, repairs := t.repair(s, snap, w.order, w.plan, w.name)
+	f, repairs := w.plan, 0
+	if !done {
+		f, repairs = t.repair(s, snap, w.order, w.plan, w.name)
+	}
 	r := f.Report
 	walk := "in op order"
 	if w.peakFirst {
@@ -197,8 +204,12 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 		why += "; " + r.Chosen
 	}
 	r.Chosen = why
-	return f, nil, splits
+	return f, nil, splits && !done
 }
+
+// goodEnough is the overhead over the unplanned step below which the
+// search stops after its first step (0.1 %).
+const goodEnough = 1e-3
 
 // interrupted reports whether err is the context's: planning was
 // cancelled or ran out of time.

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/internal/oracle"
+	"github.com/tsplit/tsplit/policy"
+)
+
+// sweepBatch is the batch of the CI-sized budget sweeps.
+const sweepBatch = 32
+
+// stepTol is the relative tolerance of every step-time comparison of
+// the budget sweeps. Two plans' predicted times are sums of the same
+// float64 op and transfer costs, so equal plans agree to about 1e-15;
+// 1e-9 absorbs only that rounding, while the smallest real difference
+// (one recomputed op or one unhidden transfer, microseconds on a step of
+// milliseconds) is about 1e-4 of the step.
+const stepTol = 1e-9
+
+// knownBeaten are the checks of the budget sweeps that fail today: the
+// family, the budget in percent of its unplanned peak, and what fails
+// there ("beaten by P": policy P plans a faster step or fits where tsplit
+// does not; "slower than N%": tsplit's plan is slower, or does not fit,
+// than at the next smaller budget N% that the sweep planned). The test
+// still checks them: a listed case that passes fails the test, so the
+// list cannot go stale. Each is a planner weakness to fix, not a
+// tolerance.
+//
+// Measured when the list was made (overhead over the unplanned step,
+// the order tsplit's search kept):
+var knownBeaten = []string{
+	"inception-small 65% slower than 60%", // +0.0018 % (alap) vs −0.0000 % (alap)
+	"resnet101-small 80% slower than 75%", // +0.0119 % (alap) vs −0.0000 % (alap)
+	"resnet18-small 80% slower than 75%",  // +0.0572 % (dfs) vs −0.0000 % (alap)
+	"resnet18-small 70% slower than 65%",  // +0.2208 % (as-built) vs +0.1591 % (as-built)
+	"resnet18-small 50% slower than 45%",  // +22.7927 % (as-built) vs +13.0982 % (alap)
+	"resnet50-small 70% slower than 65%",  // +0.0233 % (alap) vs +0.0000 % (as-built)
+	"resnet50-small 45% slower than 40%",  // +0.0262 % (as-built) vs +0.0233 % (alap)
+}
+
+// sweepCheck is one comparison a budget sweep makes; failed cases carry
+// the numbers.
+type sweepCheck struct {
+	key    string
+	failed bool
+	detail string
+}
+
+// checkSweep compares tsplit with every other policy at each budget of
+// s, and tsplit at each budget with the next smaller one.
+func checkSweep(family string, s *BudgetSweep) []sweepCheck {
+	ts := slices.Index(s.Policies, "tsplit")
+	var out []sweepCheck
+	over := func(step float64) string { return fmt.Sprintf("%+.4f %%", 100*(step/s.BaseStep-1)) }
+	for i, pct := range s.Percents {
+		t := s.Points[i][ts]
+		for j, pol := range s.Policies {
+			o := s.Points[i][j]
+			if j == ts || !o.OK {
+				continue
+			}
+			c := sweepCheck{key: fmt.Sprintf("%s %d%% beaten by %s", family, pct, pol)}
+			switch {
+			case !t.OK:
+				c.failed, c.detail = true, fmt.Sprintf("%s fits (%s) and tsplit does not: %s", pol, over(o.Step), t.Err)
+			case t.Step > o.Step*(1+stepTol):
+				c.failed, c.detail = true, fmt.Sprintf("tsplit %s (%s order), %s %s", over(t.Step), t.Order, pol, over(o.Step))
+			}
+			out = append(out, c)
+		}
+		if i+1 == len(s.Percents) {
+			continue
+		}
+		n := s.Points[i+1][ts]
+		if !n.OK {
+			continue // no plan at the smaller budget: nothing to be monotone with
+		}
+		c := sweepCheck{key: fmt.Sprintf("%s %d%% slower than %d%%", family, pct, s.Percents[i+1])}
+		switch {
+		case !t.OK:
+			c.failed, c.detail = true, fmt.Sprintf("tsplit fits at %d%% (%s) and not at %d%%: %s", s.Percents[i+1], over(n.Step), pct, t.Err)
+		case t.Step > n.Step*(1+stepTol):
+			c.failed, c.detail = true, fmt.Sprintf("tsplit %s at %d%% (%s order), %s at %d%% (%s order)", over(t.Step), pct, t.Order, over(n.Step), s.Percents[i+1], n.Order)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// budgetSweepCase is one family's sweep: its budgets (nil: the full
+// sweep in 5 % steps).
+type budgetSweepCase struct {
+	family   string
+	percents []int
+}
+
+// runBudgetSweeps plans each case's family (testdata/onnx/FAMILY.onnx at
+// sweepBatch, built with tsplit.Load and tsplit.Train: the whole-batch
+// step every policy plans, modnn without sub-batching) with every
+// registered policy over its budgets on the CI-sized device, and fails
+// every check that fails and is not in knownBeaten, and every check in
+// knownBeaten that was made and passed. It returns the keys of the
+// checks made.
+func runBudgetSweeps(t *testing.T, cases []budgetSweepCase) []string {
+	ctx := context.Background()
+	prof, err := Config{Small: true}.DeviceProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := OrderPolicies(policy.Names())
+	var made []string
+	for _, c := range cases {
+		m, err := tsplit.Load(ctx, "../testdata/onnx/"+c.family+".onnx", tsplit.Options{Batch: sweepBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tsplit.Train(ctx, m, tsplit.TrainOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		percents := c.percents
+		if percents == nil {
+			percents = BudgetPercents(5)
+		}
+		s, err := SweepBudgets(ctx, m, sweepBatch, prof, pols, percents, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Percents[0] == 100 && !s.Points[0][slices.Index(pols, "tsplit")].OK {
+			t.Errorf("%s: tsplit does not fit at 100 %% of the unplanned peak (%d bytes)", c.family, s.BasePeak)
+		}
+		for _, ch := range checkSweep(c.family, s) {
+			made = append(made, ch.key)
+			known := slices.Contains(knownBeaten, ch.key)
+			switch {
+			case ch.failed && !known:
+				t.Errorf("%s: %s", ch.key, ch.detail)
+			case ch.failed:
+				t.Logf("known: %s: %s", ch.key, ch.detail)
+			case known:
+				t.Errorf("%s passes now: remove it from knownBeaten", ch.key)
+			}
+		}
+	}
+	return made
+}
+
+// TestBudgetSweepSmall is the default tier's part of the budget sweeps:
+// a few consecutive budgets of two families, about a second.
+func TestBudgetSweepSmall(t *testing.T) {
+	runBudgetSweeps(t, []budgetSweepCase{
+		{"resnet18-small", []int{55, 50, 45}},
+		{"bert-base-small", []int{50, 45, 40}},
+	})
+}
+
+// TestBudgetSweep is issue 11's "never beaten, monotone in the budget"
+// over every zoo family's CI-sized model: the full sweep from 100 % of
+// the unplanned peak down to the smallest budget any policy fits.
+func TestBudgetSweep(t *testing.T) {
+	oracle.Integration(t, "the budget sweeps make about 1400 plans (every zoo family, 10 policies, ~16 budgets)")
+	var made []string
+	for _, f := range []string{"bert-base-small", "bert-large-small", "gpt-small", "inception-small",
+		"resnet101-small", "resnet18-small", "resnet50-small", "vgg16-small", "vgg19-small"} {
+		t.Run(f, func(t *testing.T) { made = append(made, runBudgetSweeps(t, []budgetSweepCase{{f, nil}})...) })
+	}
+	// The full sweeps make every check the default tier makes, so every
+	// listed case must have been checked: one that was not names a
+	// budget or policy no sweep reaches any more.
+	for _, k := range knownBeaten {
+		if !slices.Contains(made, k) {
+			t.Errorf("knownBeaten lists %q, which no sweep checked: remove it", k)
+		}
+	}
+}

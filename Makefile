@@ -3,6 +3,7 @@
 #   make build         build bin/tsplitc
 #   make test          install test oracles if missing, export torch models, run all tests
 #   make bench         benchmarks (go test -bench)
+#   make budget-sweep  predicted overhead vs budget of every policy (docs/benchmarks/budget_sweep*; -small: CI size)
 #   make fuzz          fuzz the ONNX decoder and the runtime (FUZZTIME=60s each by default)
 #   make lint          go vet + gofmt check
 #   make proto         regenerate onnxpb/onnx.pb.go from onnxpb/onnx.proto
@@ -62,6 +63,16 @@ bench:
 .PHONY: benchmarks
 benchmarks: build
 	./bin/tsplitc bench -j 2 -o docs/benchmarks
+
+# Predicted overhead vs memory budget, every policy, each model at Table
+# IV's base batch (issue 11's Pareto picture): budget_sweep* in
+# docs/benchmarks. budget-sweep-small is the CI-sized variant (about 3½
+# minutes on 2 cores), budget-sweep the full-size one.
+.PHONY: budget-sweep budget-sweep-small
+budget-sweep: build
+	./bin/tsplitc bench --budget-sweep -j 2 -o docs/benchmarks
+budget-sweep-small: build
+	./bin/tsplitc bench --budget-sweep --small -j 2 -o docs/benchmarks
 
 lint:
 	$(GO) vet ./...

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tsplit/tsplit"
@@ -175,5 +176,51 @@ func TestBudgetSweep(t *testing.T) {
 		if !slices.Contains(made, k) {
 			t.Errorf("knownBeaten lists %q, which no sweep checked: remove it", k)
 		}
+	}
+}
+
+func TestBudgetPercents(t *testing.T) {
+	if got, want := BudgetPercents(30), []int{100, 70, 40, 10}; !slices.Equal(got, want) {
+		t.Errorf("BudgetPercents(30) = %v, want %v", got, want)
+	}
+	if got := BudgetPercents(0); got != nil {
+		t.Errorf("BudgetPercents(0) = %v, want none", got)
+	}
+}
+
+// TestWriteBudgetSweeps writes a hand-made sweep: the table has a row
+// per budget with "—" where a policy does not fit, the CSV a row per
+// budget and policy, and the plots exist.
+func TestWriteBudgetSweeps(t *testing.T) {
+	prof, err := Config{Small: true}.DeviceProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := LookupModel("vgg16")
+	s := &BudgetSweep{Batch: 8, BasePeak: 1 << 20, BaseStep: 0.01, Policies: []string{"checkpoint", "tsplit"},
+		Percents: []int{100, 95, 90}, Budgets: []int64{1 << 20, 996147, 943718},
+		Points: [][]BudgetPoint{
+			{{OK: true, Step: 0.01, Peak: 1 << 20}, {OK: true, Step: 0.01, Peak: 1 << 20}},
+			{{OK: true, Step: 0.0125, Peak: 990000}, {OK: true, Step: 0.0101, Peak: 990000}},
+			{{Err: "too small"}, {Err: "too small"}},
+		}}
+	r := &BudgetResults{Config: Config{Small: true, Device: "titan-rtx", Optimizer: "sgd", Command: "tsplitc bench --budget-sweep --small"},
+		Models: []Model{m}, Profile: prof, Sweeps: []*BudgetSweep{s}}
+	dir := t.TempDir()
+	files, err := WriteBudgetSweeps(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 {
+		t.Fatalf("wrote %v, want the table, the CSV and two plots", files)
+	}
+	md := budgetMD(r)
+	for _, want := range []string{"tsplitc bench --budget-sweep --small", "| 1.00 MiB | 100 | 0.00 | 0.00 |", "| 95 | 25.00 | 1.00 |", "| 90 | — | — |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+	if rows := budgetCSV(r); len(rows) != 1+3*2 || rows[3][9] != "25.0000" || rows[5][7] != "false" {
+		t.Errorf("CSV rows:\n%v", rows)
 	}
 }

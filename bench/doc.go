@@ -41,6 +41,15 @@
 // variant: the zoo's small configurations on the device with every
 // memory size divided by SmallScale, which the package's tests run.
 //
+// RunBudgetSweeps (`tsplitc bench --budget-sweep`, `make budget-sweep`)
+// is the other view: each model at Table IV's base batch, planned by
+// every policy at budgets from 100 % of its unplanned peak down in 5 %
+// steps to the smallest budget any policy fits (SweepBudgets), written
+// by WriteBudgetSweeps as a table of predicted overheads and one plot
+// per model. The package's tests sweep the CI-sized zoo models the same
+// way and check that tsplit is never slower than another policy and
+// never slower at a larger budget.
+//
 // The paper's "Transformer" is the zoo's bert-base under the name
 // "transformer" (see models); any other zoo family can be benchmarked
 // under its zoo name.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -24,6 +25,7 @@ func newBenchCmd() *cobra.Command {
 		thresholds string
 		out        string
 		quiet      bool
+		budgets    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-o DIR]",
@@ -34,6 +36,9 @@ func newBenchCmd() *cobra.Command {
 			"than x% of the unconstrained throughput (Fig. 14a). It prints a summary; with -o DIR it also writes Markdown and\n" +
 			"CSV tables, PNG and SVG plots and a README into DIR (`make benchmarks` writes docs/benchmarks). Results are\n" +
 			"deterministic: -j changes the wall time only.\n\n" +
+			"With --budget-sweep it does none of that and instead plans each model at Table IV's base batch with every policy at\n" +
+			"budgets from 100% of the unplanned peak down in 5% steps to the smallest one any policy fits (predicted overhead vs\n" +
+			"budget); -o DIR writes budget_sweep.md, .csv and one plot per model (budget_sweep_small* with --small).\n\n" +
 			"Models: " + strings.Join(bench.DefaultModels(), ", ") + " (the default), or any zoo family.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,11 +68,14 @@ func newBenchCmd() *cobra.Command {
 			if !quiet {
 				cfg.Progress = os.Stderr
 			}
+			w := cmd.OutOrStdout()
+			if budgets {
+				return benchBudgets(cmd, cfg, out)
+			}
 			res, err := bench.Run(cfg)
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
 			if out == "" {
 				fmt.Fprintf(w, "%d plans in %v on %d workers (no files written: -o DIR writes them)\n", res.Probes, res.Elapsed.Round(time.Millisecond), res.Config.Jobs)
 			} else {
@@ -96,7 +104,32 @@ func newBenchCmd() *cobra.Command {
 	fl.IntVar(&cfg.SweepSteps, "sweep-steps", 4, "throughput-sweep batches per doubling")
 	fl.StringVar(&cfg.Optimizer, "optimizer", "sgd", "optimizer of the training step: sgd, momentum, adam")
 	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
+	fl.BoolVar(&budgets, "budget-sweep", false, "instead of the tables: every policy's predicted overhead vs budget at Table IV's base batch")
 	return cmd
+}
+
+// benchBudgets is `tsplitc bench --budget-sweep`.
+func benchBudgets(cmd *cobra.Command, cfg bench.Config, out string) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := bench.RunBudgetSweeps(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if out == "" {
+		fmt.Fprintf(w, "budget sweeps in %v on %d workers (no files written: -o DIR writes them)\n", res.Elapsed.Round(time.Millisecond), res.Config.Jobs)
+	} else {
+		files, err := bench.WriteBudgetSweeps(out, res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "budget sweeps in %v on %d workers; wrote %d files into %s\n", res.Elapsed.Round(time.Millisecond), res.Config.Jobs, len(files), out)
+	}
+	bench.BudgetSummary(w, res)
+	return nil
 }
 
 func splitList(s string) []string {

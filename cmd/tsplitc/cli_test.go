@@ -336,3 +336,34 @@ func TestRunSavesResults(t *testing.T) {
 		t.Errorf("run -o and --run -o wrote different models (%d, %d bytes)", len(a), len(b))
 	}
 }
+
+// bench --budget-sweep writes files only with -o too, and then the
+// CI-sized variant's table and plots.
+func TestBenchBudgetSweepWritesOnlyWithOutput(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"bench", "--budget-sweep", "--small", "--models", "vgg16", "--policies", "base,tsplit", "-j", "1",
+		"--max-batch", "16", "--quiet"}
+	run := func(args ...string) string {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TSPLITC_MAIN=1")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, b)
+		}
+		return string(b)
+	}
+	out := run(args...)
+	if !strings.Contains(out, "no files written") || !strings.Contains(out, "vgg16 at batch 16") {
+		t.Errorf("bench --budget-sweep without -o:\n%s", out)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("bench --budget-sweep without -o wrote %d entries into its folder (%s…)", len(ents), ents[0].Name())
+	}
+	run(append(args, "-o", "res")...)
+	for _, f := range []string{"budget_sweep_small.md", "budget_sweep_small.csv", "budget_sweep_small_vgg16.png", "budget_sweep_small_vgg16.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, "res", f)); err != nil {
+			t.Errorf("bench --budget-sweep -o res: %v", err)
+		}
+	}
+}

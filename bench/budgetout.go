@@ -1,0 +1,281 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/internal/units"
+)
+
+// BudgetSweepFile is the budget sweeps' table (.md, .csv) and the
+// prefix of their plots (+ _MODEL.png/.svg); the CI-sized variant's
+// files end in _small, so both can live in one folder.
+const BudgetSweepFile = "budget_sweep"
+
+func (r *BudgetResults) fileBase() string {
+	if r.Config.Small {
+		return BudgetSweepFile + "_small"
+	}
+	return BudgetSweepFile
+}
+
+// WriteBudgetSweeps writes the budget sweeps' Markdown and CSV tables
+// and one PNG and SVG plot per model into dir and returns the paths
+// written.
+func WriteBudgetSweeps(dir string, r *BudgetResults) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	put := func(name string, data []byte) error {
+		path := filepath.Join(dir, name)
+		written = append(written, path)
+		return backend.WriteBytesAtomic(path, data)
+	}
+	base := r.fileBase()
+	if err := put(base+".md", []byte(budgetMD(r))); err != nil {
+		return written, err
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.WriteAll(budgetCSV(r)); err != nil {
+		return written, err
+	}
+	if err := put(base+".csv", b.Bytes()); err != nil {
+		return written, err
+	}
+	for i, m := range r.Models {
+		name := base + "_" + m.Name
+		if err := plotBudgetSweep(dir, name, r, i); err != nil {
+			return written, fmt.Errorf("plot %s: %w", m.Name, err)
+		}
+		written = append(written, filepath.Join(dir, name+".png"), filepath.Join(dir, name+".svg"))
+	}
+	return written, nil
+}
+
+// fmtOverhead is a cell of the table: the overhead in percent, or "—"
+// where the policy does not fit.
+func fmtOverhead(s *BudgetSweep, i, j int) string {
+	o, ok := s.Overhead(i, j)
+	if !ok {
+		return "—"
+	}
+	if math.Abs(o) < 0.005 {
+		o = 0 // no "-0.00"
+	}
+	return fmtFloat(o, 2)
+}
+
+func budgetMD(r *BudgetResults) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	c := r.Config
+	w("# Predicted overhead vs memory budget\n\n")
+	w("This file is generated; do not edit it by hand. It was made by\n\n    %s\n\n", c.Command)
+	w("Each model is built at Table IV's base batch on %s (budget %s): the largest batch the base policy, which "+
+		"swaps, recomputes and splits nothing, plans into the device. Its training step (%s update) is planned by every "+
+		"policy at budgets from 100 %% of the unplanned step's peak (as built, every tensor resident) down in %d %% steps "+
+		"to the first budget no policy fits, all on the same whole-batch step (modnn without sub-batching). A cell is the "+
+		"predicted step time's overhead over the unplanned step, in percent, from the planner's simulator; — means the "+
+		"policy does not fit that budget. The plots (%s_MODEL.png, .svg) draw the same numbers.\n\n",
+		r.Profile.Name, units.Bytes(r.Profile.Budget()), c.Optimizer, BudgetStepPct, r.fileBase())
+	if c.Small {
+		w("The CI-sized variant: the %s profile with every memory size divided by %d, and the zoo's small configurations.\n\n", c.Device, SmallScale)
+	}
+	for i, m := range r.Models {
+		s := r.Sweeps[i]
+		w("## %s\n\nBatch %d; unplanned peak %s, unplanned step %s ms.\n\n", m.Display, s.Batch, units.Bytes(s.BasePeak), fmtFloat(1e3*s.BaseStep, 3))
+		header := append([]string{"Budget", "% of peak"}, s.Policies...)
+		var rows [][]string
+		for bi, pct := range s.Percents {
+			row := []string{units.Bytes(s.Budgets[bi]), strconv.Itoa(pct)}
+			for j := range s.Policies {
+				row = append(row, fmtOverhead(s, bi, j))
+			}
+			rows = append(rows, row)
+		}
+		w("%s\n", mdTable(header, rows))
+	}
+	return b.String()
+}
+
+func budgetCSV(r *BudgetResults) [][]string {
+	out := [][]string{{"model", "batch", "base_peak_bytes", "base_step_s", "budget_pct", "budget_bytes", "policy", "fits", "step_s", "overhead_pct", "peak_bytes", "order"}}
+	for i, m := range r.Models {
+		s := r.Sweeps[i]
+		for bi, pct := range s.Percents {
+			for j, pol := range s.Policies {
+				p := s.Points[bi][j]
+				row := []string{m.Name, strconv.FormatInt(s.Batch, 10), strconv.FormatInt(s.BasePeak, 10), strconv.FormatFloat(s.BaseStep, 'g', -1, 64),
+					strconv.Itoa(pct), strconv.FormatInt(s.Budgets[bi], 10), pol, strconv.FormatBool(p.OK), "", "", "", p.Order}
+				if o, ok := s.Overhead(bi, j); ok {
+					row[8], row[9], row[10] = strconv.FormatFloat(p.Step, 'g', -1, 64), fmtFloat(o, 4), strconv.FormatInt(p.Peak, 10)
+				}
+				out = append(out, row)
+			}
+		}
+	}
+	return out
+}
+
+// BudgetSummary prints, per model, the smallest budget each policy fits
+// and its overhead there.
+func BudgetSummary(w io.Writer, r *BudgetResults) {
+	for i, m := range r.Models {
+		s := r.Sweeps[i]
+		fmt.Fprintf(w, "%s at batch %d (unplanned peak %s):", m.Name, s.Batch, units.Bytes(s.BasePeak))
+		for j, pol := range s.Policies {
+			least := -1
+			for bi := range s.Percents {
+				if s.Points[bi][j].OK {
+					least = bi
+				}
+			}
+			if least < 0 {
+				fmt.Fprintf(w, " %s never fits;", pol)
+				continue
+			}
+			fmt.Fprintf(w, " %s %d%% (%s %%);", pol, s.Percents[least], fmtOverhead(s, least, j))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// plotBudgetSweep draws model i's overhead over the budget: one line per
+// policy, with a gap where it does not fit, the budget axis running
+// from the unplanned peak (100 %) down to the right, so a line ends where
+// the policy stops fitting. It writes name.png and name.svg in dir.
+func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
+	m, s := r.Models[i], r.Sweeps[i]
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s, batch %d, on %s: predicted overhead vs budget", m.Display, s.Batch, r.Profile.Name)
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = fmt.Sprintf("budget (%% of the unplanned peak, %s)", units.Bytes(s.BasePeak))
+	p.Y.Label.Text = "step-time overhead (%)"
+	p.Add(plotter.NewGrid())
+	// Reversed, so less memory is further right: the X axis is 100 − %.
+	p.X.Min, p.X.Max = -2, float64(100-s.Percents[len(s.Percents)-1])+2
+	p.X.Tick.Marker = reversedPercentTicks{}
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
+	legend.ThumbnailWidth = vg.Points(24)
+	ymax := 1.0
+	type thumb struct {
+		line *plotter.Line
+		dots *plotter.Scatter
+	}
+	thumbs := make([]thumb, len(s.Policies))
+	// Drawn last policy first, so tsplit's thick line lies under the
+	// others where they coincide; the legend keeps the table order.
+	for j := len(s.Policies) - 1; j >= 0; j-- {
+		col, width := policyStyle(j, s.Policies[j])
+		var segs []plotter.XYs
+		var pts plotter.XYs
+		for bi, pct := range s.Percents {
+			o, ok := s.Overhead(bi, j)
+			if !ok {
+				if len(pts) > 0 {
+					segs, pts = append(segs, pts), nil
+				}
+				continue
+			}
+			ymax = max(ymax, o)
+			pts = append(pts, plotter.XY{X: float64(100 - pct), Y: o})
+		}
+		if len(pts) > 0 {
+			segs = append(segs, pts)
+		}
+		for _, seg := range segs {
+			l, sc, err := plotter.NewLinePoints(seg)
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = col, width
+			sc.Color, sc.Shape, sc.Radius = col, plotutil.Shape(j), vg.Points(2.8)
+			p.Add(l, sc)
+			thumbs[j] = thumb{l, sc}
+		}
+	}
+	for j, pol := range s.Policies {
+		if t := thumbs[j]; t.line != nil {
+			legend.Add(pol, t.line, t.dots)
+		} else {
+			legend.Add(pol+" (never fits)", plotter.NewFunction(func(float64) float64 { return math.NaN() }))
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, 1.05*ymax
+	if lo := minOverhead(s); lo < 0 {
+		p.Y.Min = lo
+	}
+
+	const w, h = 10 * vg.Inch, 5.5 * vg.Inch
+	draw1 := func(c vg.CanvasWriterTo, path string) error {
+		dc := draw.New(c)
+		legendW := 1.9 * vg.Inch
+		p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
+		legend.XOffs, legend.YOffs = vg.Points(8), -vg.Points(36)
+		legend.Draw(draw.Crop(dc, w-legendW, 0, 0, 0))
+		var b bytes.Buffer
+		if _, err := c.WriteTo(&b); err != nil {
+			return err
+		}
+		return backend.WriteBytesAtomic(path, b.Bytes())
+	}
+	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
+		filepath.Join(dir, name+".png")); err != nil {
+		return err
+	}
+	return draw1(vgsvg.New(w, h), filepath.Join(dir, name+".svg"))
+}
+
+// minOverhead is the most negative overhead of the sweep (0 if none):
+// a plan a hair faster than the unplanned step must stay on the plot.
+func minOverhead(s *BudgetSweep) float64 {
+	lo := 0.0
+	for bi := range s.Percents {
+		for j := range s.Policies {
+			if o, ok := s.Overhead(bi, j); ok {
+				lo = min(lo, o)
+			}
+		}
+	}
+	return lo
+}
+
+// reversedPercentTicks labels the reversed budget axis (x = 100 − %)
+// every 10 %.
+type reversedPercentTicks struct{}
+
+func (reversedPercentTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for x := 0.0; x <= hi; x += 5 {
+		if x < lo {
+			continue
+		}
+		t := plot.Tick{Value: x}
+		if int(x)%10 == 0 {
+			t.Label = strconv.Itoa(100-int(x)) + "%"
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}

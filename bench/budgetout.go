@@ -95,7 +95,7 @@ func budgetMD(r *BudgetResults) string {
 		"policy at budgets from 100 %% of the unplanned step's peak (as built, every tensor resident) down in %d %% steps "+
 		"to the first budget no policy fits, all on the same whole-batch step (modnn without sub-batching). A cell is the "+
 		"predicted step time's overhead over the unplanned step, in percent, from the planner's simulator; — means the "+
-		"policy does not fit that budget. The plots (%s_MODEL.png, .svg) draw the same numbers.\n\n",
+		"policy does not fit that budget. The plots (%s_MODEL.png, .svg) draw the same plans as step time over the unplanned step on a log scale.\n\n",
 		r.Profile.Name, units.Bytes(r.Profile.Budget()), c.Optimizer, BudgetStepPct, r.fileBase())
 	if c.Small {
 		w("The CI-sized variant: the %s profile with every memory size divided by %d, and the zoo's small configurations.\n\n", c.Device, SmallScale)
@@ -159,26 +159,30 @@ func BudgetSummary(w io.Writer, r *BudgetResults) {
 	}
 }
 
-// plotBudgetSweep draws model i's overhead over the budget: one line per
-// policy, with a gap where it does not fit, the budget axis running
-// from the unplanned peak (100 %) down to the right, so a line ends where
-// the policy stops fitting. It writes name.png and name.svg in dir.
+// plotBudgetSweep draws model i's predicted step time over the budget,
+// relative to the unplanned step on a log axis (overheads run from
+// fractions of a percent to fifty-fold): one line per policy, with a gap
+// where it does not fit, the budget axis running from the unplanned
+// peak (100 %) down to the right, so a line ends where the policy stops
+// fitting. It writes name.png and name.svg in dir.
 func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 	m, s := r.Models[i], r.Sweeps[i]
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, batch %d, on %s: predicted overhead vs budget", m.Display, s.Batch, r.Profile.Name)
+	p.Title.Text = fmt.Sprintf("%s, batch %d, on %s: predicted step time vs budget", m.Display, s.Batch, r.Profile.Name)
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = fmt.Sprintf("budget (%% of the unplanned peak, %s)", units.Bytes(s.BasePeak))
-	p.Y.Label.Text = "step-time overhead (%)"
+	p.Y.Label.Text = "step time / unplanned step (log scale)"
 	p.Add(plotter.NewGrid())
 	// Reversed, so less memory is further right: the X axis is 100 − %.
 	p.X.Min, p.X.Max = -2, float64(100-s.Percents[len(s.Percents)-1])+2
 	p.X.Tick.Marker = reversedPercentTicks{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = ratioTicks{}
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	legend.ThumbnailWidth = vg.Points(24)
-	ymax := 1.0
+	ylo, yhi := 1.0, 1.1
 	type thumb struct {
 		line *plotter.Line
 		dots *plotter.Scatter
@@ -191,15 +195,16 @@ func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 		var segs []plotter.XYs
 		var pts plotter.XYs
 		for bi, pct := range s.Percents {
-			o, ok := s.Overhead(bi, j)
-			if !ok {
+			pt := s.Points[bi][j]
+			if !pt.OK || s.BaseStep <= 0 || pt.Step <= 0 {
 				if len(pts) > 0 {
 					segs, pts = append(segs, pts), nil
 				}
 				continue
 			}
-			ymax = max(ymax, o)
-			pts = append(pts, plotter.XY{X: float64(100 - pct), Y: o})
+			y := pt.Step / s.BaseStep
+			ylo, yhi = min(ylo, y), max(yhi, y)
+			pts = append(pts, plotter.XY{X: float64(100 - pct), Y: y})
 		}
 		if len(pts) > 0 {
 			segs = append(segs, pts)
@@ -222,10 +227,7 @@ func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 			legend.Add(pol+" (never fits)", plotter.NewFunction(func(float64) float64 { return math.NaN() }))
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, 1.05*ymax
-	if lo := minOverhead(s); lo < 0 {
-		p.Y.Min = lo
-	}
+	p.Y.Min, p.Y.Max = ylo/1.01, yhi*1.05
 
 	const w, h = 10 * vg.Inch, 5.5 * vg.Inch
 	draw1 := func(c vg.CanvasWriterTo, path string) error {
@@ -247,20 +249,6 @@ func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 	return draw1(vgsvg.New(w, h), filepath.Join(dir, name+".svg"))
 }
 
-// minOverhead is the most negative overhead of the sweep (0 if none):
-// a plan a hair faster than the unplanned step must stay on the plot.
-func minOverhead(s *BudgetSweep) float64 {
-	lo := 0.0
-	for bi := range s.Percents {
-		for j := range s.Policies {
-			if o, ok := s.Overhead(bi, j); ok {
-				lo = min(lo, o)
-			}
-		}
-	}
-	return lo
-}
-
 // reversedPercentTicks labels the reversed budget axis (x = 100 − %)
 // every 10 %.
 type reversedPercentTicks struct{}
@@ -276,6 +264,42 @@ func (reversedPercentTicks) Ticks(lo, hi float64) []plot.Tick {
 			t.Label = strconv.Itoa(100-int(x)) + "%"
 		}
 		ts = append(ts, t)
+	}
+	return ts
+}
+
+// ratioTicks labels the log axis of relative step times at 1, 1.01,
+// 1.02, 1.05, 1.1, 1.2, 1.5, 2, 3, 5, 10, 20, 50, … (×), the ones
+// between lo and hi, the fine ones only on short axes.
+type ratioTicks struct{}
+
+func (ratioTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	add := func(x float64) {
+		if x >= lo && x <= hi {
+			ts = append(ts, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', -1, 64) + "×"})
+		}
+	}
+	add(1)
+	// Fewer ticks below 2× the taller the axis, so labels never overlap.
+	fine := []float64{1.01, 1.02, 1.05, 1.1, 1.2, 1.5}
+	switch {
+	case hi > 20:
+		fine = []float64{1.5}
+	case hi > 3:
+		fine = []float64{1.2, 1.5}
+	case hi > 1.5:
+		fine = []float64{1.05, 1.1, 1.2, 1.5}
+	}
+	for _, x := range fine {
+		add(x)
+	}
+	for dec := 1.0; dec <= hi; dec *= 10 {
+		for _, m := range []float64{2, 3, 5, 10} {
+			if m*dec > 1.5 {
+				add(m * dec)
+			}
+		}
 	}
 	return ts
 }

@@ -90,6 +90,8 @@ type BoundInfo struct {
 	// Infeasible: no swap + recompute plan fits the budget.
 	Infeasible bool    `json:"infeasible,omitempty"`
 	SolveS     float64 `json:"solve_s"`
+	// Error says why the bound could not be computed ("" when it was).
+	Error string `json:"error,omitempty"`
 }
 
 // SubBatching is what moDNN's sub-batch selection decided.
@@ -323,9 +325,7 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		return res, err
 	}
 	if opts.Bound && (res.SubBatching == nil || len(res.SubBatching.Sizes) <= 1) {
-		if err := lowerBound(unplanned, res, popts); err != nil {
-			return res, withFile(m.Path, err)
-		}
+		lowerBound(unplanned, res, popts)
 	}
 	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
 	if opts.Output != "" {
@@ -441,11 +441,14 @@ func result(pr *policy.Result, o *Options) *Result {
 }
 
 // lowerBound fills res.LowerBoundStep and res.Bound for a whole-batch
-// plan made from step.
-func lowerBound(step *ir.Model, res *Result, popts *policy.Options) error {
+// plan made from step. The bound is a diagnostic: when it cannot be
+// computed (its LP solver failed) the plan stands and Bound.Error says
+// why.
+func lowerBound(step *ir.Model, res *Result, popts *policy.Options) {
 	s, err := bound.ForPlan(step, res.Model, popts.Profile, res.Budget, res.Step-res.BaseStep)
 	if err != nil {
-		return err
+		res.Bound = &BoundInfo{Error: err.Error()}
+		return
 	}
 	b := &BoundInfo{Order: s.Order, OutsideClass: s.OutsideClass || s.Infeasible, Infeasible: s.Infeasible, SolveS: s.Solve.Seconds()}
 	if !s.Infeasible {
@@ -458,7 +461,6 @@ func lowerBound(step *ir.Model, res *Result, popts *policy.Options) error {
 		}
 	}
 	res.Bound = b
-	return nil
 }
 
 // Overhead is the planned step's added time over the unconstrained

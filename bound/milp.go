@@ -127,9 +127,11 @@ func MILP(ctx context.Context, g *ir.Graph, mem *memory.Model, tl *passes.Timeli
 	if gap <= 0 {
 		gap = 1e-3
 	}
-	cctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 2*limit+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, bin, model, "sec", strconv.Itoa(int(math.Ceil(limit.Seconds()))),
+	// The limit is wall-clock time (CBC counts CPU time by default,
+	// which on a loaded machine runs far past it).
+	cmd := exec.CommandContext(cctx, bin, model, "timeMode", "elapsed", "sec", strconv.Itoa(int(math.Ceil(limit.Seconds()))),
 		"threads", "1", "ratio", strconv.FormatFloat(gap, 'g', -1, 64), "allow", "0", "solve", "solu", sol)
 	out, err := cmd.CombinedOutput()
 	if opts.Keep != "" {

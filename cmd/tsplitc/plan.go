@@ -118,6 +118,9 @@ type planJSON struct {
 // from it.
 func describeBound(res *tsplit.Result) string {
 	b := res.Bound
+	if b.Error != "" {
+		return "not computed: " + b.Error
+	}
 	if b.Infeasible {
 		return "no swap + recompute plan fits this budget (this plan splits tensors: outside that class)"
 	}

@@ -121,9 +121,11 @@ var (
 
 // smallModels are the models of the tests' CI-sized benchmark: the
 // paper's six but VGG-19 and ResNet-101, deeper builds of the VGG-16 and
-// ResNet-50 families whose plans and runs repeated what those show, at
-// a third of the tests' time (`make benchmarks` plans all six).
-var smallModels = []string{"vgg16", "resnet50", "inception", "transformer"}
+// ResNet-50 families whose plans and runs repeated what those show, and
+// Inception, whose many small ops made it the slowest once tsplit
+// searched orders (TestBudgetSweep still plans it at every budget);
+// `make benchmarks` plans all six.
+var smallModels = []string{"vgg16", "resnet50", "transformer"}
 
 // smallRun is the CI-sized benchmark of smallModels with every
 // registered policy, run once for the tests that read it.

@@ -140,6 +140,11 @@ func TestPlannedOutputsUnchanged(t *testing.T) {
 		return
 	}
 	if *updatePlanned {
+		for i, c := range cases {
+			if skipped[i] {
+				t.Fatalf("%s was skipped: regenerate with TSPLIT_INTEGRATION=1 and PyTorch installed (make torch-models), or the file would lose it", c.key())
+			}
+		}
 		var b strings.Builder
 		b.WriteString("# tsplitc MODEL --batch N --memory BYTES --policy P -o OUT: sha256 of the input, then of OUT or the error's first line.\n")
 		b.WriteString("# Regenerate: go test ./cmd/tsplitc -run TestPlannedOutputsUnchanged -update\n")

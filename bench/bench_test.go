@@ -189,7 +189,9 @@ func TestSmallBenchmark(t *testing.T) {
 		}
 	}
 	readme, _ := os.ReadFile(filepath.Join(dir, ReadmeFile))
-	for _, want := range []string{r.Config.Command, "Table IV", "Table V", "Fig. 12", "Fig. 14a", "9.9×", "38.1×"} {
+	// 9.9× is the paper's best sample-scale gain among the models run
+	// (Table IV); 38.1× (Inception) appears when Inception is run.
+	for _, want := range []string{r.Config.Command, "Table IV", "Table V", "Fig. 12", "Fig. 14a", "9.9×"} {
 		if !bytes.Contains(readme, []byte(want)) {
 			t.Errorf("README lacks %q", want)
 		}

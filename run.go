@@ -1,6 +1,7 @@
 package tsplit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/tensorfile"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/passes"
+	"github.com/tsplit/tsplit/profile"
 )
 
 // RunOptions configure Run and RunFile.
@@ -78,8 +81,23 @@ type RunResult struct {
 	ModelPeak int64 `json:"model_peak_bytes"`
 	Peak      int64 `json:"peak_bytes"`
 	Iters     int   `json:"iters"`
-	// TimePerIter is the mean wall time of an iteration.
+	// TimePerIter is the mean wall time of an iteration: the step, and
+	// placing the inputs before it and reading the outputs back after.
 	TimePerIter time.Duration `json:"-"`
+	// Steps are the measured step times of every iteration, the first
+	// op's start to the last op's end: what a plan predicts. Step is
+	// their median, the first iteration left out when there are more
+	// (it places the weights and warms the caches), and Streams what
+	// each stream did in the iteration of that median.
+	Steps   []time.Duration  `json:"-"`
+	Step    time.Duration    `json:"-"`
+	Streams executor.Summary `json:"-"`
+	// Plan is what the planned model says about itself (nil for a
+	// model that was not planned): the prediction to compare with.
+	Plan *PlanSummary `json:"plan"`
+	// Link is the emulated host link the copy streams were paced to
+	// (the plan's; nil: unpaced).
+	Link *profile.Emulation `json:"emulated_link"`
 	// Training is the step's description for a training step (nil
 	// otherwise) and Losses its loss after every iteration.
 	Training *TrainingInfo `json:"-"`
@@ -91,6 +109,36 @@ type RunResult struct {
 	// (RunOptions.SaveOutputs), in the order of Outputs.
 	Trained string        `json:"trained_model,omitempty"`
 	Saved   []SavedOutput `json:"saved_outputs,omitempty"`
+}
+
+// PlanSummary is a planned model's own account of its plan
+// (passes.PlanKey metadata).
+type PlanSummary struct {
+	Policy string `json:"policy"`
+	Device string `json:"device"`
+	Budget int64  `json:"budget_bytes"`
+	// Peak is the planned peak, Step the predicted step time in seconds
+	// and BaseStep the predicted unplanned step's.
+	Peak     int64   `json:"planned_peak_bytes"`
+	Step     float64 `json:"predicted_step_s"`
+	BaseStep float64 `json:"base_step_s"`
+}
+
+// readPlan reads the plan summary a planned model carries (nil, nil for
+// one without).
+func readPlan(m *ir.Model) (*passes.Report, error) {
+	s, ok := m.Meta[passes.PlanKey]
+	if !ok {
+		return nil, nil
+	}
+	var r passes.Report
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, fmt.Errorf("metadata %s: %v", passes.PlanKey, err)
+	}
+	if l := r.Link; l != nil && (!(l.H2D > 0) || !(l.D2H > 0) || !(l.Latency >= 0) || l.Latency > 10) {
+		return nil, fmt.Errorf("metadata %s: the emulated link needs positive bandwidths and a latency in [0, 10] s", passes.PlanKey)
+	}
+	return &r, nil
 }
 
 // SavedOutput is an output written by RunOptions.SaveOutputs.
@@ -149,14 +197,41 @@ func (r *RunResult) MarshalJSON() ([]byte, error) {
 		DType string     `json:"dtype"`
 		Head  []*float64 `json:"head"`
 	}
+	type stream struct {
+		Tasks int     `json:"tasks"`
+		Busy  float64 `json:"busy_s"`
+		Idle  float64 `json:"idle_s"`
+		Wait  float64 `json:"wait_s"`
+		Stall float64 `json:"stall_s"`
+	}
+	streams := map[string]stream{}
+	for name, st := range map[string]executor.StreamStats{executor.Compute: r.Streams.Compute, executor.D2H: r.Streams.D2H,
+		executor.H2D: r.Streams.H2D, executor.Host: r.Streams.Host} {
+		streams[name] = stream{st.Tasks, st.Busy.Seconds(), st.Idle.Seconds(), st.Wait.Seconds(), st.Stall.Seconds()}
+	}
+	var steps []float64
+	for _, d := range r.Steps {
+		steps = append(steps, d.Seconds())
+	}
 	v := struct {
 		*plain
-		TimePerIter float64    `json:"time_per_iter_s"`
-		Loss        string     `json:"loss_kind,omitempty"`
-		Optimizer   string     `json:"optimizer,omitempty"`
-		Losses      []*float64 `json:"losses,omitempty"`
-		Outputs     []output   `json:"outputs"`
-	}{plain: (*plain)(r), TimePerIter: r.TimePerIter.Seconds(), Outputs: []output{}}
+		MeasuredStep  float64           `json:"measured_step_s"`
+		Steps         []float64         `json:"steps_s"`
+		Stall         float64           `json:"stall_s"`
+		Streams       map[string]stream `json:"streams"`
+		MeasuredPeak  int64             `json:"measured_peak_bytes"`
+		PredictedStep *float64          `json:"predicted_step_s"`
+		PlannedPeak   *int64            `json:"planned_peak_bytes"`
+		TimePerIter   float64           `json:"time_per_iter_s"`
+		Loss          string            `json:"loss_kind,omitempty"`
+		Optimizer     string            `json:"optimizer,omitempty"`
+		Losses        []*float64        `json:"losses,omitempty"`
+		Outputs       []output          `json:"outputs"`
+	}{plain: (*plain)(r), TimePerIter: r.TimePerIter.Seconds(), Outputs: []output{}, MeasuredStep: r.Step.Seconds(), Steps: steps,
+		Stall: r.Streams.Compute.Stall.Seconds(), Streams: streams, MeasuredPeak: r.Peak}
+	if r.Plan != nil {
+		v.PredictedStep, v.PlannedPeak = &r.Plan.Step, &r.Plan.Peak
+	}
 	if r.Training != nil {
 		v.Loss, v.Optimizer, v.Losses = r.Training.LossKind, r.Training.Optimizer, jsonNumbers(r.Losses)
 	}
@@ -209,17 +284,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*RunResult, error) {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return nil, withFile(m.Path, err)
-		}
-		var oe *executor.OpError
-		if errors.As(err, &oe) && oe.Panic {
-			// A kernel's panic is tsplit's bug, not the model's.
-			return nil, withFile(m.Path, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
-		}
-		return nil, inputError(m.Path, err)
-	}
+	fail := func(err error) (*RunResult, error) { return nil, runError(ctx, m.Path, err) }
 	if opts.Train != nil {
 		if _, err := train(ctx, m, *opts.Train, nil); err != nil {
 			return nil, err
@@ -241,6 +306,14 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	xopts, need, err := executor.PlannedOptions(m)
 	if err != nil {
 		return fail(err)
+	}
+	plan, err := readPlan(m)
+	if err != nil {
+		return fail(err)
+	}
+	if plan != nil && plan.Link != nil {
+		l := plan.Link
+		xopts.Link = executor.Link{H2D: l.H2D, D2H: l.D2H, Latency: time.Duration(l.Latency * float64(time.Second))}
 	}
 	pool := opts.Pool
 	if pool == 0 {
@@ -273,6 +346,11 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	}
 	iters := max(opts.Iters, 1)
 	res := &RunResult{File: m.Path, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: need, ModelPeak: x.Mem.Peak, Iters: iters, Training: ti}
+	if plan != nil {
+		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
+		res.Link = plan.Link
+	}
+	var summaries []executor.Summary
 	var last *executor.Result
 	var total time.Duration
 	for it := range iters {
@@ -280,6 +358,9 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 			return fail(err)
 		}
 		total += last.Duration
+		sum := executor.Summarize(last.Timeline)
+		summaries = append(summaries, sum)
+		res.Steps = append(res.Steps, sum.Step)
 		loss := math.NaN()
 		if ti != nil {
 			// The updated weights and optimizer state are the next
@@ -295,6 +376,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		}
 	}
 	res.TimePerIter = total / time.Duration(iters)
+	res.Step, res.Streams = medianStep(summaries)
 	res.Peak = last.HighWater
 	for _, v := range m.Graph.Outputs {
 		res.Outputs = append(res.Outputs, Output{Name: v.Name, DType: v.DType, Shape: v.Shape, Data: last.Outputs[v.Name]})
@@ -320,6 +402,37 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		res.Trained = opts.Output
 	}
 	return res, nil
+}
+
+// medianStep is the median step of a run's iterations, the first left
+// out when there are more (it uploads the weights and warms the
+// caches), and the summary of the iteration it comes from (the lower
+// median of an even count).
+func medianStep(sums []executor.Summary) (time.Duration, executor.Summary) {
+	if len(sums) > 1 {
+		sums = sums[1:]
+	}
+	idx := make([]int, len(sums))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(sums[a].Step, sums[b].Step) })
+	med := sums[idx[(len(idx)-1)/2]]
+	return med.Step, med
+}
+
+// runError is the error of a failed run of the model in file: the
+// context's, a *PanicError for a kernel that panicked (tsplit's bug, not
+// the model's), else an *InputError.
+func runError(ctx context.Context, file string, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return withFile(file, err)
+	}
+	var oe *executor.OpError
+	if errors.As(err, &oe) && oe.Panic {
+		return withFile(file, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
+	}
+	return inputError(file, err)
 }
 
 // trainedModel is a copy of the training step m whose fed-back inputs

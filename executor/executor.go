@@ -23,6 +23,9 @@ type Options struct {
 	// weight that holds a NaN or ±Inf (finite.go): a *NonFiniteError,
 	// inside an *OpError naming the op when an op computed it.
 	CheckFinite bool
+	// Link paces the copy streams (link.go; zero: as fast as the device
+	// copies).
+	Link Link
 }
 
 // Executor runs one graph on one device. It assumes it is the only user
@@ -88,8 +91,9 @@ type Record struct {
 	Pos    int
 	Op     *ir.Op
 	Stream string
-	// Start and End are when the op ran, relative to the start of Run.
-	Start, End time.Duration
+	// Issued is when the op was handed to its stream, Start and End
+	// when it ran, all relative to the start of Run.
+	Issued, Start, End time.Duration
 	// Live is the device bytes allocated while the op runs; HighWater the
 	// most allocated so far; Fragmentation 1 − largest free block / free.
 	Live, HighWater int64
@@ -327,6 +331,7 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 			deps = append(deps, ready[v.ID])
 		}
 		done := newEvent()
+		rec.Issued = time.Since(t0)
 		t := &task{op: op, deps: deps, done: done, start: &rec.Start, end: &rec.End}
 		switch ir.CopyOf(op) {
 		case ir.ToHost:
@@ -341,7 +346,12 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 				host[out.ID] = buf
 			}
 			rr := *r
-			t.run = func() error { return x.Dev.ToHost(buf, rr) }
+			t.run = func() error {
+				start := time.Now()
+				err := x.Dev.ToHost(buf, rr)
+				x.opts.Link.Pace(start, rr.Bytes, true)
+				return err
+			}
 			rec.Stream = D2H
 			d2h.submit(t)
 		case ir.OnHost:
@@ -414,7 +424,12 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 				return nil, fmt.Errorf("executor: %s: %q is not in host memory", op.Describe(), src.Name)
 			}
 			rr := *ref(out)
-			t.run = func() error { return x.Dev.ToDevice(rr, buf) }
+			t.run = func() error {
+				start := time.Now()
+				err := x.Dev.ToDevice(rr, buf)
+				x.opts.Link.Pace(start, rr.Bytes, false)
+				return err
+			}
 			rec.Stream = H2D
 			h2d.submit(t)
 		default:

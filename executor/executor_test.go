@@ -125,9 +125,9 @@ func swapped(t *testing.T, swap bool) *ir.Model {
 }
 
 // A swap-out runs on the D2H stream while the following compute op runs:
-// their recorded intervals overlap. The copy is paced to 64 MB/s (a
-// slow PCIe link) so it lasts long enough to see; results are bit-exact
-// with the unswapped graph.
+// their recorded intervals overlap. The copy streams are paced to
+// 64 MB/s (a slow PCIe link, Options.Link) so the copy lasts long
+// enough to see; results are bit-exact with the unswapped graph.
 func TestSwapOverlapsCompute(t *testing.T) {
 	in := map[string][]byte{"x": floats(swapN*swapN, func(i int) float32 { return float32(i%11)/11 - 0.3 })}
 	plain, _, err := run(t, swapped(t, false), 64<<20, in)
@@ -136,8 +136,7 @@ func TestSwapOverlapsCompute(t *testing.T) {
 	}
 	m := swapped(t, true)
 	dev := mustCPU(t, 64<<20)
-	dev.CopyBytesPerSec = 64e6
-	x, err := executor.New(m, dev, executor.Options{})
+	x, err := executor.New(m, dev, executor.Options{Link: executor.Link{H2D: 64e6, D2H: 64e6}})
 	if err != nil {
 		t.Fatal(err)
 	}

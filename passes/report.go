@@ -3,6 +3,7 @@ package passes
 import (
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/profile"
 )
 
 // Report summarizes what planning did; the CLI prints it and the
@@ -27,6 +28,10 @@ type Report struct {
 	// kept when both were tried (package policy, tsplit's PlanStep): ""
 	// when only one was made.
 	Chosen string `json:"chosen,omitempty"`
+	// Link is the host link the CPU device emulates for the plan, from
+	// the profile it was made with (nil: none, a GPU's profile): what
+	// `tsplitc run` paces the copy streams to.
+	Link *profile.Emulation `json:"emulated_link,omitempty"`
 	// Decisions lists every tensor decision, in the order made.
 	Decisions []DecisionReport `json:"decisions"`
 	// Base and Planned are the memory timelines (M_i along the schedule)

@@ -63,11 +63,24 @@ func OpWork(op *ir.Op) Work {
 	return w
 }
 
-// OpTime estimates an op's time in seconds: a launch plus the larger of
-// compute time and memory time, with compute efficiency falling for
-// small kernels.
+// OpTime is an op's time in seconds: a launch plus its kernel's time.
+// The kernel's time is measured when the profile has a time for the
+// op's key (OpTimes, OpKey); otherwise it is the roofline's estimate —
+// the larger of compute time and memory time, with compute efficiency
+// falling for small kernels — times the measured correction of its op
+// type when the profile has one (TypeScale). A built-in profile has
+// neither: the roofline alone.
 func (p *Profile) OpTime(op *ir.Op) float64 {
-	return p.WorkTime(OpWork(op))
+	if len(p.OpTimes) > 0 {
+		if t, ok := p.OpTimes[OpKey(op)]; ok {
+			return p.Launch + t
+		}
+	}
+	t := p.WorkTime(OpWork(op))
+	if s, ok := p.TypeScale[op.QualifiedType()]; ok {
+		t = p.Launch + s*(t-p.Launch)
+	}
+	return t
 }
 
 // WorkTime is OpTime for a given amount of work.
@@ -87,13 +100,18 @@ func (p *Profile) WorkTime(w Work) float64 {
 	return p.Launch + max(compute, memory)
 }
 
-// TransferTime is the time to copy n bytes between host and device.
+// TransferTime is the time to copy n bytes between host and device:
+// the link's latency plus the bytes over its bandwidth (0 for no bytes:
+// no copy).
 func (p *Profile) TransferTime(n int64, toHost bool) float64 {
+	if n <= 0 {
+		return 0
+	}
 	bw := p.H2D
 	if toHost {
 		bw = p.D2H
 	}
-	return float64(n) / bw
+	return p.LinkLatency + float64(n)/bw
 }
 
 // HostTime is the time of a host-placed op moving n bytes.

@@ -45,6 +45,70 @@ type Profile struct {
 	// ConvAlgos lists convolution algorithms (moDNN Eq. 5): relative
 	// time and workspace as a multiple of the conv's output bytes.
 	ConvAlgos []ConvAlgo `json:"conv_algos"`
+
+	// LinkLatency is the fixed time of one host↔device copy, seconds,
+	// added to its bytes over the bandwidth (0 in the built-in
+	// profiles, whose copies are large).
+	LinkLatency float64 `json:"link_latency_s,omitempty"`
+	// Emulation, when set, makes this a profile of the CPU device
+	// standing in for a GPU: a plan made for it records the link, and
+	// the CPU device's copy streams take that long for every copy when
+	// the plan runs, so that overlap and stalls happen for real.
+	Emulation *Emulation `json:"emulation,omitempty"`
+	// OpTimes are measured kernel times in seconds by OpKey (tsplitc
+	// profile MODEL): an op whose key is here costs Launch plus its
+	// measured time instead of the roofline's estimate.
+	OpTimes map[string]float64 `json:"op_times_s,omitempty"`
+	// TypeScale corrects the roofline of ops not measured (micro-ops of
+	// a split, say) by qualified op type: the ratio of measured to
+	// estimated kernel time over the measured ops of that type.
+	TypeScale map[string]float64 `json:"op_type_scale,omitempty"`
+	// Measured says how a measured profile was made (nil for the
+	// built-in ones).
+	Measured *Measured `json:"measured,omitempty"`
+}
+
+// Measured describes the run a measured profile comes from.
+type Measured struct {
+	// Model is the model file, Dims its bound dimensions and Runs and
+	// Warmup the timed and untimed training steps.
+	Model  string           `json:"model"`
+	Dims   map[string]int64 `json:"dims"`
+	Runs   int              `json:"runs"`
+	Warmup int              `json:"warmup"`
+	// Device is the runtime device measured.
+	Device string `json:"device"`
+	// StepS is the median measured step (first op start to last op
+	// end) and ComputeS its sum of measured kernel times.
+	StepS    float64 `json:"step_s"`
+	ComputeS float64 `json:"compute_s"`
+	// TailScale is the factor every op's median time was multiplied by
+	// so that the step's ops sum to ComputeS: the slow outliers of a
+	// loaded machine, spread over every op.
+	TailScale float64 `json:"tail_scale"`
+	// CopyBytesPerS is the measured host↔device copy bandwidth of the
+	// device itself (a memory copy on the CPU device).
+	CopyBytesPerS float64 `json:"copy_bytes_per_s"`
+}
+
+// Emulation is the host link the CPU device's copy streams emulate.
+type Emulation struct {
+	// Of names the profile whose link is emulated, and Ratio is its
+	// estimate of the measured step's time (its roofline) over the
+	// measured time: its bandwidths times Ratio, and its latency over
+	// Ratio, give the link on which the CPU device's step transfers as
+	// many of its compute-seconds as that device's would.
+	Of    string  `json:"of"`
+	Ratio float64 `json:"ratio"`
+	// H2D, D2H (bytes/s) and Latency (s) are what every copy is paced
+	// to.
+	H2D     float64 `json:"h2d_bytes_per_s"`
+	D2H     float64 `json:"d2h_bytes_per_s"`
+	Latency float64 `json:"latency_s"`
+	// Overhead is how much longer than that a paced copy was measured
+	// to take (a sleeping stream wakes up late): the profile's
+	// LinkLatency is Latency plus Overhead.
+	Overhead float64 `json:"overhead_s"`
 }
 
 // ConvAlgo is one convolution algorithm of a device.
@@ -144,6 +208,22 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("launch_s and half_efficiency_flops must not be negative")
 	case p.HostMemory <= 0:
 		return fmt.Errorf("host_memory_bytes must be positive")
+	}
+	if !(p.LinkLatency >= 0) {
+		return fmt.Errorf("link_latency_s must not be negative")
+	}
+	if e := p.Emulation; e != nil && (!(e.H2D > 0) || !(e.D2H > 0) || !(e.Latency >= 0) || !(e.Overhead >= 0)) {
+		return fmt.Errorf("emulation: bandwidths must be positive, latency and overhead not negative")
+	}
+	for k, t := range p.OpTimes {
+		if !(t >= 0) || t > 1e6 {
+			return fmt.Errorf("op_times_s[%q]: %v is not a time in seconds", k, t)
+		}
+	}
+	for k, x := range p.TypeScale {
+		if !(x > 0) || x > 1e12 {
+			return fmt.Errorf("op_type_scale[%q]: %v must be positive", k, x)
+		}
 	}
 	for _, a := range p.ConvAlgos {
 		if a.Speed <= 0 || a.Workspace < 0 {

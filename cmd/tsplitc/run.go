@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/internal/quote"
 )
 
@@ -124,7 +126,12 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	fmt.Fprintf(w, "model        %s (%s)\n", path, describeDims(res.Dims))
 	fmt.Fprintf(w, "device       %s, pool %s (%d bytes); the model needs %d bytes, peak live %d\n", res.Device, bytesStr(res.Pool), res.Pool, res.Need, res.ModelPeak)
 	fmt.Fprintf(w, "time/iter    %v (%d iterations)\n", res.TimePerIter.Round(time.Microsecond), res.Iters)
-	fmt.Fprintf(w, "peak device  %s measured (%d bytes; memory model %d bytes)\n", bytesStr(res.Peak), res.Peak, res.ModelPeak)
+	printStep(w, res)
+	fmt.Fprintf(w, "peak device  %s measured (%d bytes; memory model %d bytes", bytesStr(res.Peak), res.Peak, res.ModelPeak)
+	if res.Plan != nil {
+		fmt.Fprintf(w, "; planned %d bytes", res.Plan.Peak)
+	}
+	fmt.Fprintln(w, ")")
 	if ti := res.Training; ti != nil {
 		l := res.Losses
 		fmt.Fprintf(w, "loss         first %.6g, last %.6g (%s, optimizer %s)\n", l[0], l[len(l)-1], ti.LossKind, ti.Optimizer)
@@ -148,6 +155,37 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	return nil
 }
+
+// printStep prints the measured step, the plan's prediction of it and
+// what every stream did.
+func printStep(w io.Writer, res *tsplit.RunResult) {
+	which := "the only iteration"
+	if n := len(res.Steps); n > 1 {
+		which = fmt.Sprintf("median of %d iterations after the first", n-1)
+	}
+	fmt.Fprintf(w, "step         %s measured (%s)\n", ms(res.Step), which)
+	if p := res.Plan; p != nil {
+		fmt.Fprintf(w, "predicted    %s on %s (%s policy), measured/predicted %.3f\n", ms(time.Duration(p.Step*float64(time.Second))),
+			quote.Name(p.Device), p.Policy, res.Step.Seconds()/p.Step)
+	}
+	st := res.Streams
+	fmt.Fprintf(w, "streams      compute %s busy, %s stalled (%s waiting for inputs)", ms(st.Compute.Busy), ms(st.Compute.Stall), ms(st.Compute.Wait))
+	for _, c := range []struct {
+		name string
+		s    executor.StreamStats
+	}{{"d2h", st.D2H}, {"h2d", st.H2D}, {"host", st.Host}} {
+		if c.s.Tasks > 0 {
+			fmt.Fprintf(w, "; %s %d ops, %s busy, %s waiting for inputs", c.name, c.s.Tasks, ms(c.s.Busy), ms(c.s.Wait))
+		}
+	}
+	fmt.Fprintln(w)
+	if l := res.Link; l != nil {
+		fmt.Fprintf(w, "link         emulating %s: %s host to device, %s device to host, %.3g µs per copy\n", quote.Name(l.Of), rate(l.H2D), rate(l.D2H), l.Latency*1e6)
+	}
+}
+
+// ms is a duration in milliseconds, three decimals.
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", d.Seconds()*1e3) }
 
 // preview shows the first values of an output.
 func preview(o *tsplit.Output) string {

@@ -1,13 +1,13 @@
 // Package cpu is the CPU reference device: a pool of exactly the
 // budget's bytes in host RAM, float32 kernels from package kernels, and
-// copies between the pool and host buffers that can be paced to a PCIe
-// bandwidth so that swap timing on the CPU resembles a GPU's. The
-// executor's three streams run concurrently on it for real.
+// copies between the pool and host buffers (a memory copy; the
+// executor's Link paces its copy streams to an emulated PCIe link so
+// that swap timing on the CPU resembles a GPU's). The executor's three
+// streams run concurrently on it for real.
 package cpu
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/dustin/go-humanize"
 
@@ -23,8 +23,6 @@ const MaxPool = int64(64) << 30
 // Device is the CPU reference device.
 type Device struct {
 	pool []byte
-	// CopyBytesPerSec paces host↔device copies (0: as fast as memcpy).
-	CopyBytesPerSec float64
 }
 
 // New allocates a pool of poolBytes. A pool larger than the memory the
@@ -98,27 +96,12 @@ func (d *Device) Launch(l *executor.Launch) error {
 
 // ToHost implements executor.Device.
 func (d *Device) ToHost(dst []byte, src executor.Ref) error {
-	start := time.Now()
 	copy(dst, d.pool[src.Off:src.Off+src.Bytes])
-	d.pace(start, src.Bytes)
 	return nil
 }
 
 // ToDevice implements executor.Device.
 func (d *Device) ToDevice(dst executor.Ref, src []byte) error {
-	start := time.Now()
 	copy(d.pool[dst.Off:dst.Off+dst.Bytes], src)
-	d.pace(start, dst.Bytes)
 	return nil
-}
-
-// pace stretches a copy to the configured bandwidth.
-func (d *Device) pace(start time.Time, n int64) {
-	if d.CopyBytesPerSec <= 0 {
-		return
-	}
-	want := time.Duration(float64(n) / d.CopyBytesPerSec * float64(time.Second))
-	if rest := want - time.Since(start); rest > 0 {
-		time.Sleep(rest)
-	}
 }

@@ -388,6 +388,7 @@ func findFeasible(ctx context.Context, unplanned *ir.Model, o *Options, pol poli
 		ie.Tries++
 		po := *popts
 		po.Budget = budget
+		po.AnyFit = true
 		_, err := planModel(ctx, unplanned.Clone(), o, pol, &po, &progress{})
 		return err == nil
 	}

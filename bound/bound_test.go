@@ -102,6 +102,12 @@ var sweep = []sweepCase{
 
 var fractions = []float64{0.8, 0.6, 0.45}
 
+// heavySweep are the sweep cases in the integration tier: resnet18's
+// split plans and vgg16 at b512 take seconds each to plan with every
+// policy; the default tier keeps a case with a positive bound
+// (bert-base b512 at 45 %).
+var heavySweep = map[sweepCase]bool{{"resnet18", 16}: true, {"vgg16", 512}: true}
+
 // TestBoundBelowEveryPlan plans each sweep case with every policy at
 // several budgets and checks that the LP bound of the order the plan was
 // made on is at most the step time the plan adds — for every plan of
@@ -112,8 +118,8 @@ func TestBoundBelowEveryPlan(t *testing.T) {
 	checked, positive := 0, 0
 	for _, sc := range sweep {
 		t.Run(fmt.Sprintf("%s-b%d", sc.family, sc.batch), func(t *testing.T) {
-			if testing.Short() && sc.batch > 16 {
-				t.Skip("large batches are skipped under -short")
+			if heavySweep[sc] {
+				oracle.Integration(t, "seconds of planning per policy")
 			}
 			_, peak := scheduled(t, sc.family, sc.batch)
 			for _, frac := range fractions {
@@ -159,27 +165,23 @@ func TestBoundBelowEveryPlan(t *testing.T) {
 // decide.
 var exactCases = []struct {
 	sweepCase
-	frac  float64
-	heavy bool // tens of seconds of CBC: the integration tier
+	frac float64
 }{
-	{sweepCase{"gpt", 256}, 0.45, false},
-	{sweepCase{"vgg16", 256}, 0.6, true},
-	{sweepCase{"bert-base", 512}, 0.45, true},
+	{sweepCase{"gpt", 256}, 0.45},
+	{sweepCase{"vgg16", 256}, 0.6},
+	{sweepCase{"bert-base", 512}, 0.45},
 }
 
 // TestExactBetweenBoundAndPlans solves the exact model with CBC and
 // checks LP bound ≤ MILP optimum ≤ the best plan of the class.
 func TestExactBetweenBoundAndPlans(t *testing.T) {
+	// Seconds (gpt) to tens of seconds (bert-base) of CBC each: the
+	// integration tier.
+	oracle.Integration(t, "the exact models")
 	oracle.MILPSolver(t)
-	if testing.Short() {
-		t.Skip("MILP solves are skipped under -short")
-	}
 	prof := titan(t)
 	for _, c := range exactCases {
 		t.Run(fmt.Sprintf("%s-b%d-%.0f", c.family, c.batch, 100*c.frac), func(t *testing.T) {
-			if c.heavy {
-				oracle.Integration(t, "the exact model of a large batch")
-			}
 			m, peak := scheduled(t, c.family, c.batch)
 			budget := int64(c.frac * float64(peak))
 			mem, err := memory.Analyze(m.Graph, memory.Options{})

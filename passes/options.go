@@ -29,6 +29,12 @@ type Options struct {
 	// PeakFirst makes tsplit's planner visit the bottlenecks from the
 	// peak down instead of in op order (policy, planner.walk).
 	PeakFirst bool
+	// AnyFit: any plan that fits will do (a search for a budget that
+	// fits, tsplit.Options.FindFeasible). tsplit's search under
+	// OrderAuto then stops after its order variants, skipping the peak
+	// walk, the repair and the no-split search: those only make a plan
+	// that fits faster, never one that does not fit fit.
+	AnyFit bool
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
 	// PolicyParams are the policy's parameters, as text, already checked

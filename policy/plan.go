@@ -23,6 +23,10 @@ type Options struct {
 	// Order is the op order to plan under (passes.OrderAuto: the
 	// policy's choice).
 	Order passes.OpOrder
+	// AnyFit asks only whether the budget fits: the policy may return
+	// the first plan that fits instead of searching for the fastest
+	// (passes.Options.AnyFit). Whether a plan is found is the same.
+	AnyFit bool
 	// Check runs ir.Verify after every pass, planning's rounds included.
 	Check bool
 	// DumpAfter names the passes after which the IR is dumped to DumpTo
@@ -66,7 +70,8 @@ func Plan(ctx context.Context, m *ir.Model, pol Policy, opts Options) (*Result, 
 		return nil, err
 	}
 	s := passes.NewState(m, &passes.Options{Budget: opts.Budget, Profile: opts.Profile, Policy: pol,
-		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, Order: opts.Order, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound})
+		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, Order: opts.Order, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound,
+		AnyFit: opts.AnyFit})
 	s.Check, s.OnPass = opts.Check, opts.OnPass
 	s.DumpAfter, s.DumpTo = opts.DumpAfter, opts.DumpTo
 	err := s.Run(passes.Pipeline...)

@@ -157,8 +157,9 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 	}
 	// A plan as fast as the unplanned step leaves the rest of
 	// the search (the peak walk, repair, the no-split search) nothing
-	// worth its time: stop there.
-	done := best >= 0 && vs[best].plan.Report.Time <= vs[best].plan.Report.BaseTime*(1+goodEnough)
+	// worth its time: stop there. So does a caller that only asks
+	// whether the budget fits (AnyFit).
+	done := best >= 0 && (s.Opts.AnyFit || vs[best].plan.Report.Time <= vs[best].plan.Report.BaseTime*(1+goodEnough))
 	if best >= 0 && !done {
 		v := &variant{order: vs[best].order, peakFirst: true, name: prefix + "order-" + string(vs[best].order) + "-peak"}
 		plan(v, true)

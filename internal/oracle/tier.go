@@ -22,3 +22,10 @@ func Integration(t testing.TB, what string) {
 		t.Skipf("%s: integration tier, run by make test; set %s=1 to run it here", what, IntegrationEnv)
 	}
 }
+
+// IntegrationOn reports whether the integration tier is on: for a test
+// that runs a smaller case in the default tier and the full one in the
+// integration tier.
+func IntegrationOn() bool {
+	return !testing.Short() && os.Getenv(IntegrationEnv) != ""
+}

@@ -2,6 +2,7 @@
 #
 #   make build         build bin/tsplitc
 #   make test          install test oracles if missing, export torch models, run all tests
+#   make test-long     the long tier: checks that take minutes each (TSPLIT_LONG)
 #   make bench         benchmarks (go test -bench)
 #   make budget-sweep  predicted overhead vs budget of every policy (docs/benchmarks/budget_sweep*; -small: CI size)
 #   make fuzz          fuzz the ONNX decoder and the runtime (FUZZTIME=60s each by default)
@@ -21,7 +22,7 @@ GOBIN    := $(shell $(GO) env GOPATH)/bin
 GOTAGS   ?= $(shell [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] && echo openblas)
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-go fuzz fuzz-ci bench lint proto models torch-models deps clean
+.PHONY: all build test test-go test-long fuzz fuzz-ci bench lint proto models torch-models deps clean
 
 all: build
 
@@ -47,6 +48,12 @@ test: torch-models
 # and so does the integration tier (the CI-sized benchmark).
 test-go:
 	$(GO) test ./...
+
+# The long tier: inception's budget sweep and bert-base's exact model,
+# the same claims as make test checks on the other families and cases,
+# at minutes of CPU each.
+test-long: torch-models
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans' ./bench ./bound
 
 # The decoder and frontend on arbitrary bytes; the runtime on random
 # small graphs of supported ops with random data (executor/cpu FuzzRun).

@@ -163,17 +163,25 @@ func TestBudgetSweepSmall(t *testing.T) {
 // over every zoo family's CI-sized model: the full sweep from 100 % of
 // the unplanned peak down to the smallest budget any policy fits.
 func TestBudgetSweep(t *testing.T) {
-	oracle.Integration(t, "the budget sweeps make about 1400 plans (every zoo family, 10 policies, ~16 budgets)")
-	var made []string
+	oracle.Integration(t, "the budget sweeps make about 1400 plans (every zoo family, 10 policies, ~16 budgets; inception's in the long tier)")
+	var made, skipped []string
 	for _, f := range []string{"bert-base-small", "bert-large-small", "gpt-small", "inception-small",
 		"resnet101-small", "resnet18-small", "resnet50-small", "vgg16-small", "vgg19-small"} {
-		t.Run(f, func(t *testing.T) { made = append(made, runBudgetSweeps(t, []budgetSweepCase{{f, nil}})...) })
+		t.Run(f, func(t *testing.T) {
+			if f == "inception-small" {
+				// Alone over half of the sweeps' time.
+				skipped = append(skipped, f)
+				oracle.Long(t, "inception's budget sweep") // skips (Goexit) outside the long tier
+				skipped = skipped[:len(skipped)-1]
+			}
+			made = append(made, runBudgetSweeps(t, []budgetSweepCase{{f, nil}})...)
+		})
 	}
 	// The full sweeps make every check the default tier makes, so every
-	// listed case must have been checked: one that was not names a
-	// budget or policy no sweep reaches any more.
+	// listed case of a family swept must have been checked: one that was
+	// not names a budget or policy no sweep reaches any more.
 	for _, k := range knownBeaten {
-		if !slices.Contains(made, k) {
+		if !slices.Contains(made, k) && !slices.ContainsFunc(skipped, func(f string) bool { return strings.HasPrefix(k, f+" ") }) {
 			t.Errorf("knownBeaten lists %q, which no sweep checked: remove it", k)
 		}
 	}

@@ -175,13 +175,16 @@ var exactCases = []struct {
 // TestExactBetweenBoundAndPlans solves the exact model with CBC and
 // checks LP bound ≤ MILP optimum ≤ the best plan of the class.
 func TestExactBetweenBoundAndPlans(t *testing.T) {
-	// Seconds (gpt) to tens of seconds (bert-base) of CBC each: the
-	// integration tier.
+	// Seconds (gpt) to tens of seconds (bert-base, the long tier) of CBC
+	// each: the integration tier.
 	oracle.Integration(t, "the exact models")
 	oracle.MILPSolver(t)
 	prof := titan(t)
 	for _, c := range exactCases {
 		t.Run(fmt.Sprintf("%s-b%d-%.0f", c.family, c.batch, 100*c.frac), func(t *testing.T) {
+			if c.family == "bert-base" {
+				oracle.Long(t, "bert-base's exact model (tens of seconds of CBC)")
+			}
 			m, peak := scheduled(t, c.family, c.batch)
 			budget := int64(c.frac * float64(peak))
 			mem, err := memory.Analyze(m.Graph, memory.Options{})

@@ -3,7 +3,9 @@ package passes
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -311,7 +313,52 @@ var FTCompat = &Pass{
 }
 
 // AnalyzeFT computes the FT-compatibility of every op of m.
-func AnalyzeFT(m *ir.Model) *FTResult {
+func AnalyzeFT(m *ir.Model) *FTResult { return (*FTCache)(nil).analyze(m) }
+
+// FTCache keeps each op's split maps from one planning round to the
+// next. A round rewrites a few ops (splits replace them, swaps and
+// recomputes rewire a consumer's input), and an op's maps depend only on
+// the op and the values it reads and writes, so an op whose inputs and
+// outputs are the values they were keeps its maps. Recomputing them for
+// every op every round was a quarter of a plan's time. The parameter
+// labels (SampleSplit or ParameterSplit) are global and are derived
+// afresh each time. The zero value is empty; a nil *FTCache keeps
+// nothing.
+type FTCache struct {
+	mu  sync.Mutex
+	ops map[*ir.Op]ftEntry
+}
+
+type ftEntry struct {
+	values []*ir.Value // the op's inputs, then its outputs, when mapped
+	maps   []DimMap
+}
+
+// maps returns op's valid split maps (ftMaps, ftValid), from the cache
+// when op still reads and writes the values it did. A cached slice is
+// shared with the cache: analyze only sets its Kinds, which the labels of
+// the same values give again, and one state's rounds analyze one at a
+// time.
+func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
+	if c == nil {
+		return ftValid(op, ftMaps(op, opset))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ins, outs := op.Inputs(), op.Outputs()
+	if e, ok := c.ops[op]; ok && len(e.values) == len(ins)+len(outs) &&
+		slices.Equal(e.values[:len(ins)], ins) && slices.Equal(e.values[len(ins):], outs) {
+		return e.maps
+	}
+	e := ftEntry{values: append(slices.Clone(ins), outs...), maps: ftValid(op, ftMaps(op, opset))}
+	if c.ops == nil {
+		c.ops = map[*ir.Op]ftEntry{}
+	}
+	c.ops[op] = e
+	return e.maps
+}
+
+func (c *FTCache) analyze(m *ir.Model) *FTResult {
 	g := m.Graph
 	res := &FTResult{ByOp: make([][]DimMap, g.NumOpIDs())}
 	labels := make([][]bool, g.NumValueIDs()) // parameter dimensions, by ValueID
@@ -348,8 +395,7 @@ func AnalyzeFT(m *ir.Model) *FTResult {
 		return d < len(l) && l[d]
 	}
 	for _, op := range g.Order() {
-		maps := ftMaps(op, m.Opset(op.Domain))
-		maps = ftValid(op, maps)
+		maps := c.maps(op, m.Opset(op.Domain))
 		for i := range maps {
 			dm := &maps[i]
 			dm.Kind = SampleSplit

@@ -67,6 +67,8 @@ type State struct {
 	// order it scheduled (schedule.go).
 	asBuilt *asBuilt
 	order   OpOrder
+	// ft keeps FT maps across this state's planning rounds (FTCache).
+	ft FTCache
 
 	results map[*Pass]any
 	done    map[*Pass]bool // transformations that have run

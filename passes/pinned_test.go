@@ -29,7 +29,7 @@ func TestPinnedValuesStayWhole(t *testing.T) {
 	if len(AnalyzeFT(m).Of(cat.Def)) == 0 {
 		t.Fatal("the shape Mul has no split at all: the test does not test the filter")
 	}
-	if got := SplitChoices(m)(cat.Def); len(got) != 0 {
+	if got := SplitChoices(m, nil)(cat.Def); len(got) != 0 {
 		t.Errorf("SplitChoices offers %v for the shape Mul computing a shape", got)
 	}
 	for _, d := range AnalyzeFT(m).Of(cat.Def) {

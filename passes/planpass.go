@@ -94,7 +94,7 @@ var Decide = &Pass{
 			return nil, fmt.Errorf("decide runs inside planning rounds (PlanRounds)")
 		}
 		plan, err := r.pol.Plan(&PolicyContext{Model: s.Model, G: s.Model.Graph, Mem: mem, TL: tl, Prof: profileOf(s),
-			Budget: r.target, Round: r.n, Opts: s.Opts})
+			Budget: r.target, Round: r.n, Opts: s.Opts, FT: &s.ft})
 		if err != nil {
 			return nil, err
 		}

@@ -63,6 +63,9 @@ type PolicyContext struct {
 	// Opts are the planning options (parameters, tsplit's NoSwap and
 	// NoRecompute).
 	Opts *Options
+	// FT carries FT maps from round to round (SplitChoices); nil
+	// computes them afresh.
+	FT *FTCache
 }
 
 // SplitChoices tells a split planner how each op of m's graph may be
@@ -71,12 +74,13 @@ type PolicyContext struct {
 // pinned values whole (slicesPinned). A random op
 // (Dropout in training) is never split: its micro-ops would draw other
 // masks and the planned step would differ from the unplanned one. The
-// analysis runs on first use: most rounds never split.
-func SplitChoices(m *ir.Model) func(op *ir.Op) []DimMap {
+// analysis runs on first use: most rounds never split. c, when not
+// nil, keeps the maps of ops a round leaves alone for the next.
+func SplitChoices(m *ir.Model, c *FTCache) func(op *ir.Op) []DimMap {
 	var ft *FTResult
 	return func(op *ir.Op) []DimMap {
 		if ft == nil {
-			ft = AnalyzeFT(m)
+			ft = c.analyze(m)
 		}
 		var out []DimMap
 		for _, d := range ft.Of(op) {

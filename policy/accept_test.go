@@ -451,7 +451,7 @@ func TestInfeasibleBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl := newPlanner(probe.Graph, mem, passes.Simulate(probe.Graph, mem, prof), prof, 0)
-	pl.SplitChoices = passes.SplitChoices(probe) // as the tsplit policy plans
+	pl.SplitChoices = passes.SplitChoices(probe, nil) // as the tsplit policy plans
 	lb := pl.LowerBound()
 	if lb <= 0 || lb > mem.Peak {
 		t.Fatalf("lower bound %d for a peak of %d", lb, mem.Peak)

@@ -34,7 +34,7 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 	pl.penalty = c.Opts.SwapPenalty
 	pl.PeakFirst, pl.MaxRelease = c.Opts.PeakFirst, c.Opts.MaxRelease
 	if t.split {
-		pl.SplitChoices = passes.SplitChoices(c.Model)
+		pl.SplitChoices = passes.SplitChoices(c.Model, c.FT)
 	}
 	return pl.Run()
 }
@@ -44,7 +44,7 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 func (t *tsplit) LowerBound(c *Context) int64 {
 	pl := newPlanner(c.G, c.Mem, c.TL, c.Prof, c.Budget)
 	if t.split && !c.Opts.NoSwap {
-		pl.SplitChoices = passes.SplitChoices(c.Model)
+		pl.SplitChoices = passes.SplitChoices(c.Model, c.FT)
 	}
 	return pl.LowerBound()
 }

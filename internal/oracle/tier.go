@@ -29,3 +29,19 @@ func Integration(t testing.TB, what string) {
 func IntegrationOn() bool {
 	return !testing.Short() && os.Getenv(IntegrationEnv) != ""
 }
+
+// LongEnv turns on the long tier (any non-empty value): `make
+// test-long`.
+const LongEnv = "TSPLIT_LONG"
+
+// Long skips t unless the long tier is on. The tier holds the checks
+// that take minutes of CPU on their own and would push `make test` past
+// its few minutes: the budget sweep of the largest zoo family and the
+// exact (MILP) model of the largest case. They check the same claims
+// as their smaller cases in the integration tier, at more sizes.
+func Long(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv(LongEnv) == "" {
+		t.Skipf("%s: long tier, run by make test-long; set %s=1 to run it here", what, LongEnv)
+	}
+}

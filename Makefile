@@ -5,7 +5,7 @@
 #   make test-long     the long tier: checks that take minutes each (TSPLIT_LONG)
 #   make bench         benchmarks (go test -bench)
 #   make budget-sweep  predicted overhead vs budget of every policy (docs/benchmarks/budget_sweep*; -small: CI size)
-#   make fuzz          fuzz the ONNX decoder and the runtime (FUZZTIME=60s each by default)
+#   make fuzz          fuzz the ONNX decoder, the runtime and the planner (FUZZTIME=60s each by default)
 #   make lint          go vet + gofmt check
 #   make proto         regenerate onnxpb/onnx.pb.go from onnxpb/onnx.proto
 #   make models        regenerate the small zoo models in testdata/onnx
@@ -22,7 +22,7 @@ GOBIN    := $(shell $(GO) env GOPATH)/bin
 GOTAGS   ?= $(shell [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] && echo openblas)
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-go test-long fuzz fuzz-ci bench lint proto models torch-models deps clean
+.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean
 
 all: build
 
@@ -37,8 +37,8 @@ torch-models: deps
 
 # The whole suite: oracles installed by the project's own script, real
 # PyTorch exports, every Go test (the integration tier too:
-# TSPLIT_INTEGRATION), and a short fuzz run of the decoder and the
-# runtime. Oracle results are cached outside the repository
+# TSPLIT_INTEGRATION), and a short fuzz run of the decoder, the runtime
+# and the planner. Oracle results are cached outside the repository
 # (internal/oracle).
 test: torch-models
 	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
@@ -49,17 +49,21 @@ test: torch-models
 test-go:
 	$(GO) test ./...
 
-# The long tier: inception's budget sweep and bert-base's exact model,
-# the same claims as make test checks on the other families and cases,
-# at minutes of CPU each.
+# The long tier: inception's budget sweep, bert-base's exact model and
+# the runs of the CI-sized benchmark's plans above batch 512: the same
+# claims make test checks on the other families, cases and plans, at
+# minutes of CPU each.
 test-long: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans' ./bench ./bound
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallPlansRun' ./bench ./bound
 
 # The decoder and frontend on arbitrary bytes; the runtime on random
-# small graphs of supported ops with random data (executor/cpu FuzzRun).
+# small graphs of supported ops with random data (executor/cpu FuzzRun);
+# every policy on random training steps at random budgets, each plan run
+# capped and compared with the unplanned step (policy FuzzPlan).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./executor/cpu
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy
 
 bench:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...

@@ -290,6 +290,12 @@ func TestSmallPlansRun(t *testing.T) {
 	}
 }
 
+// maxRunBatch is the largest batch × width whose plan make test runs
+// (the integration tier); larger ones (the transformer's, ResNet-50's
+// and VGG-16's split plans at batches 586–1021 took 15–56 s each) run in
+// the long tier.
+const maxRunBatch = 512
+
 // smallPlanRuns memoizes runs of planned steps by what the executor
 // runs: the graph (its IR dump: ops, order, attributes, shapes) and the
 // static layout's offsets.
@@ -353,6 +359,9 @@ func (rs *smallPlanRuns) run(t *testing.T, g *ir.Model, opts executor.Options, b
 // the model at (batch, width) and plans it) and runs the planned step on
 // a CPU device capped at the budget.
 func runSmallPlan(t *testing.T, runs *smallPlanRuns, batch, width int64, at *Probe, budget int64, plan func() (*tsplit.Result, error)) {
+	if batch*width > maxRunBatch {
+		oracle.Long(t, fmt.Sprintf("batch %d, k %d: tens of seconds of CPU to run", batch, width))
+	}
 	s, err := plan()
 	if err != nil {
 		t.Fatalf("batch %d, k %d: the benchmark planned it, now: %v", batch, width, err)

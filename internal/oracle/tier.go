@@ -36,8 +36,9 @@ const LongEnv = "TSPLIT_LONG"
 
 // Long skips t unless the long tier is on. The tier holds the checks
 // that take minutes of CPU on their own and would push `make test` past
-// its few minutes: the budget sweep of the largest zoo family and the
-// exact (MILP) model of the largest case. They check the same claims
+// its few minutes: the budget sweep of the largest zoo family, the
+// exact (MILP) model of the largest case and the runs of the largest
+// benchmark plans. They check the same claims
 // as their smaller cases in the integration tier, at more sizes.
 func Long(t testing.TB, what string) {
 	t.Helper()

@@ -57,6 +57,7 @@ type roundState struct {
 	pol    Policy
 	n      int   // 0 first
 	target int64 // what the round aims M_i at
+	budget int64 // the budget planning was given
 }
 
 // FitLayout is the static layout of the current graph, computed when its
@@ -94,7 +95,7 @@ var Decide = &Pass{
 			return nil, fmt.Errorf("decide runs inside planning rounds (PlanRounds)")
 		}
 		plan, err := r.pol.Plan(&PolicyContext{Model: s.Model, G: s.Model.Graph, Mem: mem, TL: tl, Prof: profileOf(s),
-			Budget: r.target, Round: r.n, Opts: s.Opts, FT: &s.ft})
+			Budget: r.target, Given: r.budget, Round: r.n, Opts: s.Opts, FT: &s.ft})
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +242,7 @@ func PlanRounds(s *State, pol Policy) error {
 		if s.Opts.OnRound != nil {
 			s.Opts.OnRound(round, mem.Peak, target)
 		}
-		s.round = &roundState{pol: pol, n: round, target: target}
+		s.round = &roundState{pol: pol, n: round, target: target, budget: budget}
 		if mem.Peak <= target {
 			l, err := inRound[*memory.Layout](s, round, FitLayout)
 			if err != nil {

@@ -1,8 +1,10 @@
 package passes
 
 import (
+	"fmt"
 	"slices"
 
+	"github.com/tsplit/tsplit/internal/units"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/profile"
@@ -56,6 +58,9 @@ type PolicyContext struct {
 	// Budget is what the round aims at: the budget, lowered when the
 	// static layout of a fitting plan needed a larger pool.
 	Budget int64
+	// Given is the budget planning was given (Budget or more); 0 where
+	// the caller set none, read as Budget.
+	Given int64
 	// Round counts planning rounds (0 first). A policy that decides
 	// everything at once returns an empty plan in later rounds, which
 	// ends planning with an error if the budget is still exceeded.
@@ -66,6 +71,17 @@ type PolicyContext struct {
 	// FT carries FT maps from round to round (SplitChoices); nil
 	// computes them afresh.
 	FT *FTCache
+}
+
+// BudgetText describes the round's budget for an error message: the
+// budget planning was given, and what the round aimed at when the
+// static layout's fragmentation lowered it (a user who asked for 3.46
+// MiB must not read "the budget of 2.65 MiB" without the reason).
+func (c *PolicyContext) BudgetText() string {
+	if c.Given > c.Budget {
+		return fmt.Sprintf("%s (aiming at %s to leave the static layout room for fragmentation)", units.Bytes(c.Given), units.Bytes(c.Budget))
+	}
+	return units.Bytes(c.Budget)
 }
 
 // SplitChoices tells a split planner how each op of m's graph may be

@@ -401,5 +401,5 @@ func staticRound(c *Context, name, what string) error {
 		at = c.Mem.Order[c.Mem.PeakAt].Describe()
 	}
 	return fmt.Errorf("policy %s cannot fit the budget of %s: after it %s, the step still peaks at %s at %s",
-		name, units.Bytes(c.Budget), what, units.Bytes(c.Mem.Peak), at)
+		name, c.BudgetText(), what, units.Bytes(c.Mem.Peak), at)
 }

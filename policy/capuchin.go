@@ -416,15 +416,15 @@ func capuchinPolicy(c *Context) (*passes.Plan, error) {
 		}
 		if len(targets) == 0 {
 			return nil, fmt.Errorf("policy capuchin: no feature map can be evicted where the memory exceeds the budget of %s: %s needs %s",
-				units.Bytes(c.Budget), f.order[k].Describe(), units.Bytes(c.Mem.Live[k]))
+				c.BudgetText(), f.order[k].Describe(), units.Bytes(c.Mem.Live[k]))
 		}
 		if c.Round > 0 {
 			return nil, fmt.Errorf("policy capuchin: after evicting every candidate, %s stay live at %s, over the budget of %s",
-				units.Bytes(c.Mem.Live[k]-cp.saved[k]), f.order[k].Describe(), units.Bytes(c.Budget))
+				units.Bytes(c.Mem.Live[k]-cp.saved[k]), f.order[k].Describe(), c.BudgetText())
 		}
 	}
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("policy capuchin: nothing left to evict at a peak of %s (budget %s)", units.Bytes(c.Mem.Peak), units.Bytes(c.Budget))
+		return nil, fmt.Errorf("policy capuchin: nothing left to evict at a peak of %s (budget %s)", units.Bytes(c.Mem.Peak), c.BudgetText())
 	}
 	e := &evictor{f: f, at: max(c.Mem.PeakAt, 0), trigger: func(v *ir.Value, a, x int) int {
 		if _, q := f.gap(v); q == x {

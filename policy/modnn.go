@@ -540,7 +540,7 @@ func modnnPolicy(c *Context) (*passes.Plan, error) {
 	batch := res.Batch
 	if c.Budget < res.LowerBound {
 		return nil, fmt.Errorf("policy modnn: the budget of %s is below moDNN's lower bound (Eq. 2) of %s",
-			units.Bytes(c.Budget), units.Bytes(res.LowerBound))
+			c.BudgetText(), units.Bytes(res.LowerBound))
 	}
 	m := &modnn{c: c, n: len(mem.Order), budget: c.Budget, saved: make([]int64, len(mem.Order)),
 		uses: make([][]int, c.G.NumValueIDs()), byVal: map[ir.ValueID]*passes.Decision{}, restore: map[int]int64{}}
@@ -565,14 +565,14 @@ func modnnPolicy(c *Context) (*passes.Plan, error) {
 			continue
 		}
 		msg := fmt.Sprintf("policy modnn: at %s, %s stay live after offloading everything that can be (budget %s)",
-			mem.Order[i].Describe(), units.Bytes(m.need(i)), units.Bytes(c.Budget))
+			mem.Order[i].Describe(), units.Bytes(m.need(i)), c.BudgetText())
 		if sb == nil && res.SubBatch > 0 && res.SubBatch < batch {
 			msg += fmt.Sprintf("; moDNN trains this budget with sub-batches of %d (Eq. 3): plan the step policy.SubBatchedStep builds (tsplitc and tsplitc bench do)", res.SubBatch)
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
 	if len(m.dec) == 0 {
-		return nil, fmt.Errorf("policy modnn: nothing to offload at a peak of %s (budget %s)", units.Bytes(mem.Peak), units.Bytes(c.Budget))
+		return nil, fmt.Errorf("policy modnn: nothing to offload at a peak of %s (budget %s)", units.Bytes(mem.Peak), c.BudgetText())
 	}
 	return &passes.Plan{Budget: c.Budget, Decisions: m.dec, Detail: res}, nil
 }

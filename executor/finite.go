@@ -90,21 +90,25 @@ func firstNonFinite(dt ir.DType, data []byte, inf bool) (int64, float64) {
 }
 
 // read returns r's bytes: in place on a Reader, else copied out.
-func (x *Executor) read(r *Ref) ([]byte, error) {
-	if rd, ok := x.Dev.(Reader); ok {
+func read(dev Device, r *Ref) ([]byte, error) {
+	if rd, ok := dev.(Reader); ok {
 		return rd.Read(*r), nil
 	}
 	buf := make([]byte, r.Bytes)
-	return buf, x.Dev.ToHost(buf, *r)
+	return buf, dev.ToHost(buf, *r)
 }
 
 // checkOutputs is the finite check of a compute op that has just run.
-func (x *Executor) checkOutputs(l *Launch) error {
+func (x *Executor) checkOutputs(l *Launch) error { return checkLaunch(x.Dev, l) }
+
+// checkLaunch is the finite check of a launch that has just run on dev
+// (the Executor's and a Program's).
+func checkLaunch(dev Device, l *Launch) error {
 	for j, r := range l.Out {
 		if r == nil || r.Bytes == 0 {
 			continue
 		}
-		data, err := x.read(r)
+		data, err := read(dev, r)
 		if err != nil {
 			return err
 		}
@@ -113,7 +117,7 @@ func (x *Executor) checkOutputs(l *Launch) error {
 			continue
 		}
 		if !math.IsNaN(f) {
-			if inf, err := x.readsInf(l); err != nil || inf {
+			if inf, err := readsInf(dev, l); err != nil || inf {
 				continue // ±Inf that came in: a deliberate mask, not divergence
 			}
 		}
@@ -124,12 +128,12 @@ func (x *Executor) checkOutputs(l *Launch) error {
 
 // readsInf reports whether an input or attribute tensor of the op holds
 // ±Inf.
-func (x *Executor) readsInf(l *Launch) (bool, error) {
+func readsInf(dev Device, l *Launch) (bool, error) {
 	for _, r := range l.In {
 		if r == nil || r.Bytes == 0 {
 			continue
 		}
-		data, err := x.read(r)
+		data, err := read(dev, r)
 		if err != nil {
 			return false, err
 		}

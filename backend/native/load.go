@@ -110,7 +110,9 @@ func (c *checker) fail(where, format string, args ...any) error {
 	return &Error{File: c.file, Where: where, Reason: fmt.Sprintf(format, args...)}
 }
 
-func (c *checker) valueName(i int) string { return fmt.Sprintf("value %s", quote.Name(c.p.Values[i].GetName())) }
+func (c *checker) valueName(i int) string {
+	return fmt.Sprintf("value %s", quote.Name(c.p.Values[i].GetName()))
+}
 
 func (c *checker) opName(pos int) string {
 	o := c.p.Ops[pos]

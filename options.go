@@ -90,11 +90,22 @@ type Options struct {
 	// Output, when set, is where Plan and Train write the resulting
 	// ONNX model (atomically).
 	Output string
+	// Target is what Plan writes to Output: "" or "onnx", the planned
+	// ONNX model; "native", a native execution plan (a .tsplan file,
+	// package backend/native: the pool, every tensor's offset and one
+	// command list per stream), which Run and RunFile execute.
+	Target string
 
 	// Progress, when set, is told how the work advances (from the
 	// calling goroutine).
 	Progress func(Progress)
 }
+
+// Targets of Options.Target.
+const (
+	TargetONNX   = "onnx"
+	TargetNative = "native"
+)
 
 // Stage is a step of the work Progress reports on.
 type Stage string
@@ -198,6 +209,9 @@ func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
 	order, err := passes.ParseOrder(o.Order)
 	if err != nil {
 		return nil, nil, &UsageError{Option: "Order", Err: err}
+	}
+	if o.Target != "" && o.Target != TargetONNX && o.Target != TargetNative {
+		return nil, nil, usage("Target", "is %q; targets are %s and %s", o.Target, TargetONNX, TargetNative)
 	}
 	if o.MaxSubBatches < 0 || o.MaxSubBatchOps < 0 {
 		return nil, nil, usage("MaxSubBatches", "limits must not be negative")

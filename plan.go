@@ -69,8 +69,11 @@ type Result struct {
 	// when not computed or when no such plan fits), and Bound says more.
 	LowerBoundStep *float64   `json:"lower_bound_step_s"`
 	Bound          *BoundInfo `json:"lower_bound,omitempty"`
-	// Output is the file written ("" when Options.Output was empty).
+	// Output is the file written ("" when Options.Output was empty) and
+	// Target what it holds: "onnx" (the planned model) or "native" (a
+	// native execution plan).
 	Output string `json:"output"`
+	Target string `json:"target"`
 }
 
 // BoundInfo is the lower bound of package bound next to a plan.
@@ -328,7 +331,15 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		lowerBound(unplanned, res, popts)
 	}
 	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
+	res.Target = TargetONNX
+	if opts.Target == TargetNative {
+		res.Target = TargetNative
+	}
 	if opts.Output != "" {
+		write := write
+		if res.Target == TargetNative {
+			write = writeNative
+		}
 		if err := write(ctx, res.Model, opts.Output, pr); err != nil {
 			return res, err
 		}

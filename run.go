@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/backend/native"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
@@ -69,13 +71,18 @@ type RunOptions struct {
 // RunResult is what running a model measured. Its JSON field names are
 // the ones `tsplitc run --json` prints.
 type RunResult struct {
-	File   string           `json:"model"`
+	File string `json:"model"`
+	// Format is what File holds: "onnx" (a model) or "tsplan" (a native
+	// execution plan).
+	Format string           `json:"format"`
 	Dims   map[string]int64 `json:"dims"`
 	Device string           `json:"device"`
 	// Pool is the device's memory; Need what the model needs (its
 	// layout's pool or its memory model's need); ModelPeak the memory
 	// model's peak and Peak the most device bytes the last iteration
-	// held at once, measured.
+	// held at once, measured. A native plan's pool never grows: its Peak
+	// is the device's high-water, the highest pool byte its commands
+	// touched, and ModelPeak the plan's live peak.
 	Pool      int64 `json:"pool_bytes"`
 	Need      int64 `json:"need_bytes"`
 	ModelPeak int64 `json:"model_peak_bytes"`
@@ -253,6 +260,9 @@ func RunFile(ctx context.Context, path string, opts RunOptions) (*RunResult, err
 	if err := checkOutput(opts.Output, path); err != nil {
 		return nil, err
 	}
+	if native.IsPlanFile(path) {
+		return runPlanFile(ctx, path, opts)
+	}
 	m, err := load(ctx, path, iopts, nil)
 	if err != nil {
 		return nil, err
@@ -345,7 +355,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		return nil, err
 	}
 	iters := max(opts.Iters, 1)
-	res := &RunResult{File: m.Path, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: need, ModelPeak: x.Mem.Peak, Iters: iters, Training: ti}
+	res := &RunResult{File: m.Path, Format: FormatONNX, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: need, ModelPeak: x.Mem.Peak, Iters: iters, Training: ti}
 	if plan != nil {
 		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
 		res.Link = plan.Link
@@ -378,22 +388,8 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	res.TimePerIter = total / time.Duration(iters)
 	res.Step, res.Streams = medianStep(summaries)
 	res.Peak = last.HighWater
-	for _, v := range m.Graph.Outputs {
-		res.Outputs = append(res.Outputs, Output{Name: v.Name, DType: v.DType, Shape: v.Shape, Data: last.Outputs[v.Name]})
-	}
-	slices.SortFunc(res.Outputs, func(a, b Output) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	if opts.SaveOutputs != "" {
-		if res.Saved, err = saveOutputs(ctx, opts.SaveOutputs, res.Outputs, backend.InputFiles(m)); err != nil {
-			return res, err
-		}
+	if err := finishRun(ctx, res, m, last.Outputs, opts); err != nil {
+		return res, err
 	}
 	if opts.Output != "" {
 		if err := write(ctx, trainedModel(m, ti, inputs), opts.Output, nil); err != nil {
@@ -433,6 +429,22 @@ func runError(ctx context.Context, file string, err error) error {
 		return withFile(file, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
 	}
 	return inputError(file, err)
+}
+
+// finishRun fills res.Outputs from the last iteration's outputs, by
+// name, and saves them (RunOptions.SaveOutputs).
+func finishRun(ctx context.Context, res *RunResult, m *ir.Model, outputs map[string][]byte, opts RunOptions) error {
+	for _, v := range m.Graph.Outputs {
+		res.Outputs = append(res.Outputs, Output{Name: v.Name, DType: v.DType, Shape: v.Shape, Data: outputs[v.Name]})
+	}
+	slices.SortFunc(res.Outputs, func(a, b Output) int { return strings.Compare(a.Name, b.Name) })
+	if opts.SaveOutputs != "" {
+		var err error
+		if res.Saved, err = saveOutputs(ctx, opts.SaveOutputs, res.Outputs, backend.InputFiles(m)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trainedModel is a copy of the training step m whose fed-back inputs

@@ -34,6 +34,7 @@ type planFlags struct {
 	times  bool   // -d time
 	report string // --report FILE: .html, .svg or .json
 	bound  bool   // --bound (implied by --json)
+	target string // --target onnx|native
 }
 
 func (f *planFlags) register(fl *pflag.FlagSet) {
@@ -46,6 +47,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
 	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
 	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
+	fl.StringVar(&f.target, "target", "onnx", "what -o holds: onnx (the planned model) or native (a native execution plan, .tsplan: pool, offsets and per-stream commands, which run executes; docs/native-plan.md)")
 	fl.BoolVar(&f.bound, "bound", false, "also compute a lower bound on the step time of any swap + recompute plan in the plan's order, and the plan's gap to it (--json always does)")
 }
 
@@ -103,6 +105,12 @@ func (f *planFlags) options() (tsplit.Options, error) {
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
 	opts.Order = f.order
 	opts.Bound = f.bound || f.json
+	switch f.target {
+	case tsplit.TargetONNX, tsplit.TargetNative:
+		opts.Target = f.target
+	default:
+		return opts, usageError{fmt.Errorf("--target %q: targets are onnx and native", f.target)}
+	}
 	return opts, nil
 }
 
@@ -192,7 +200,11 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	}
 	planning := time.Duration(res.PlanningSeconds * float64(time.Second))
 	fmt.Fprintf(w, "planning time %v (total %v)\n", planning.Round(time.Microsecond), total.Round(time.Millisecond))
-	fmt.Fprintf(w, "wrote         %s\n", res.Output)
+	if res.Target == tsplit.TargetNative {
+		fmt.Fprintf(w, "wrote         %s (native plan)\n", res.Output)
+	} else {
+		fmt.Fprintf(w, "wrote         %s\n", res.Output)
+	}
 	if f.report != "" {
 		fmt.Fprintf(w, "report        %s\n", f.report)
 	}

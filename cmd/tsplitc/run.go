@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/backend/native"
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/internal/quote"
 )
@@ -114,6 +115,13 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	var done func()
 	opts.Progress, done = progressBar(f.quiet || f.iters == 1)
+	if native.IsPlanFile(path) {
+		for _, name := range []string{"batch", "dim", "train"} {
+			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+				return usageError{fmt.Errorf("--%s: %s is a native plan, whose shapes and training step were fixed when it was made", name, quote.Name(path))}
+			}
+		}
+	}
 	res, err := tsplit.RunFile(cmd.Context(), path, opts)
 	done()
 	if err != nil {
@@ -123,15 +131,24 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	if f.json {
 		return writeJSON(w, res)
 	}
+	isPlan := res.Format == tsplit.FormatNative
+	what := "model"
+	if isPlan {
+		what = "native plan"
+	}
 	fmt.Fprintf(w, "model        %s (%s)\n", path, describeDims(res.Dims))
-	fmt.Fprintf(w, "device       %s, pool %s (%d bytes); the model needs %d bytes, peak live %d\n", res.Device, bytesStr(res.Pool), res.Pool, res.Need, res.ModelPeak)
+	fmt.Fprintf(w, "device       %s, pool %s (%d bytes); the %s needs %d bytes, peak live %d\n", res.Device, bytesStr(res.Pool), res.Pool, what, res.Need, res.ModelPeak)
 	fmt.Fprintf(w, "time/iter    %v (%d iterations)\n", res.TimePerIter.Round(time.Microsecond), res.Iters)
 	printStep(w, res)
-	fmt.Fprintf(w, "peak device  %s measured (%d bytes; memory model %d bytes", bytesStr(res.Peak), res.Peak, res.ModelPeak)
-	if res.Plan != nil {
-		fmt.Fprintf(w, "; planned %d bytes", res.Plan.Peak)
+	if isPlan {
+		fmt.Fprintf(w, "peak device  %s measured (%d bytes: the highest pool byte the commands used; the plan's live peak %d bytes)\n", bytesStr(res.Peak), res.Peak, res.ModelPeak)
+	} else {
+		fmt.Fprintf(w, "peak device  %s measured (%d bytes; memory model %d bytes", bytesStr(res.Peak), res.Peak, res.ModelPeak)
+		if res.Plan != nil {
+			fmt.Fprintf(w, "; planned %d bytes", res.Plan.Peak)
+		}
+		fmt.Fprintln(w, ")")
 	}
-	fmt.Fprintln(w, ")")
 	if ti := res.Training; ti != nil {
 		l := res.Losses
 		fmt.Fprintf(w, "loss         first %.6g, last %.6g (%s, optimizer %s)\n", l[0], l[len(l)-1], ti.LossKind, ti.Optimizer)

@@ -1,0 +1,148 @@
+package tsplit
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/backend/native"
+	"github.com/tsplit/tsplit/compiler"
+	"github.com/tsplit/tsplit/executor"
+	"github.com/tsplit/tsplit/executor/cpu"
+	"github.com/tsplit/tsplit/ir"
+)
+
+// Formats of RunResult.Format.
+const (
+	FormatONNX   = "onnx"
+	FormatNative = "tsplan"
+)
+
+// StreamTime is what one stream of a native plan's run measured (its
+// last iteration).
+type StreamTime struct {
+	Name string `json:"name"`
+	// Commands is how many launches, copies or host kernels it ran;
+	// Busy the seconds they took, Stall the seconds it waited for other
+	// streams' events.
+	Commands int     `json:"commands"`
+	Busy     float64 `json:"busy_s"`
+	Stall    float64 `json:"stall_s"`
+}
+
+// writeNative lowers a planned step to a native plan and writes it.
+func writeNative(ctx context.Context, m *ir.Model, path string, pr *progress) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	pr.report(Progress{Stage: StageWrite})
+	p, err := native.Lower(m)
+	if err != nil {
+		return inputError(m.Path, err)
+	}
+	if err := native.WriteFile(ctx, p, path, backend.InputFiles(m)...); err != nil {
+		var oe *backend.OutputError
+		if errors.As(err, &oe) {
+			return &UsageError{Option: "Output", Err: err}
+		}
+		return err
+	}
+	pr.report(Progress{Stage: StageWrite, Fraction: 1})
+	return nil
+}
+
+// runPlanFile runs a native plan (RunFile on a .tsplan file): the
+// plan's commands on the capped CPU device, whose pool is the plan's
+// (or RunOptions.Pool). The plan's shapes are fixed: Batch and Dims do
+// not apply, and neither do Train (it is a step already) and Output
+// (the trained model is written as ONNX: run the planned ONNX file).
+func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult, error) {
+	switch {
+	case opts.Train != nil:
+		return nil, usage("Train", "%s is a native plan, a training step already", path)
+	case opts.Output != "":
+		return nil, usage("Output", "writes the trained model as ONNX; %s is a native plan (run the planned ONNX model to write one)", path)
+	}
+	l, err := native.ReadFile(path)
+	if err != nil {
+		return nil, inputError(path, err)
+	}
+	m, prog := l.Model, l.Program
+	fail := func(err error) (*RunResult, error) {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, withFile(path, err)
+		}
+		var oe *executor.OpError
+		if errors.As(err, &oe) && oe.Panic {
+			return nil, withFile(path, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
+		}
+		return nil, inputError(path, err)
+	}
+	ti, err := compiler.ReadTrainingInfo(m)
+	if err != nil {
+		return fail(err)
+	}
+	pool := opts.Pool
+	if pool == 0 {
+		pool = prog.Pool
+	}
+	if pool < prog.Pool {
+		return nil, usage("Pool", "is %d bytes; the plan %s lays its tensors out in %d", pool, path, prog.Pool)
+	}
+	dev, err := cpu.New(pool)
+	if err != nil {
+		return fail(err)
+	}
+	host := int64(0)
+	for _, n := range prog.Host {
+		host += n
+	}
+	for _, v := range m.Graph.Inputs {
+		if v.Kind != ir.KindInit {
+			host += v.Bytes()
+		}
+	}
+	if err := cpu.CheckMemory(pool+host, "the pool with the run's host memory"); err != nil {
+		return fail(err)
+	}
+	inputs, err := runInputs(m, &opts)
+	if err != nil {
+		return nil, err
+	}
+	iters := max(opts.Iters, 1)
+	res := &RunResult{File: path, Format: FormatNative, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: prog.Pool,
+		ModelPeak: l.Plan.Peak, Iters: iters, Training: ti}
+	var last *executor.ProgramResult
+	var total time.Duration
+	for it := range iters {
+		run := executor.ProgramRun{Inputs: inputs, Step: int64(it), CheckFinite: opts.CheckFinite}
+		if last, err = prog.Run(ctx, dev, run); err != nil {
+			return fail(err)
+		}
+		total += last.Duration
+		loss := math.NaN()
+		if ti != nil {
+			for _, fb := range ti.Feedback {
+				inputs[fb[1]] = last.Outputs[fb[0]]
+			}
+			loss = scalar(m.Graph.Lookup(ti.Loss), last.Outputs[ti.Loss])
+			res.Losses = append(res.Losses, loss)
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Stage: StageRun, Round: it, Fraction: float64(it+1) / float64(iters), Loss: loss})
+		}
+	}
+	res.TimePerIter = total / time.Duration(iters)
+	// The pool never grows: the device's high-water is the highest
+	// pool byte a command touched.
+	res.Peak = last.Reach
+	for _, st := range last.Streams {
+		res.Streams = append(res.Streams, StreamTime{Name: st.Name, Commands: st.Commands, Busy: st.Busy.Seconds(), Stall: st.Stall.Seconds()})
+	}
+	if err := finishRun(ctx, res, m, last.Outputs, opts); err != nil {
+		return res, err
+	}
+	return res, nil
+}

@@ -119,8 +119,8 @@ func TestCheckRefuses(t *testing.T) {
 		return nil
 	}
 	cases := []struct {
-		name  string
-		want  string
+		name   string
+		want   string
 		break_ func(p *planpb.Plan)
 	}{
 		{"allocation past the pool", "outside the", func(p *planpb.Plan) { p.Allocations[0].Offset = p.Pool }},

@@ -5,9 +5,9 @@
 #   make test-long     the long tier: checks that take minutes each (TSPLIT_LONG)
 #   make bench         benchmarks (go test -bench)
 #   make budget-sweep  predicted overhead vs budget of every policy (docs/benchmarks/budget_sweep*; -small: CI size)
-#   make fuzz          fuzz the ONNX decoder, the runtime and the planner (FUZZTIME=60s each by default)
+#   make fuzz          fuzz the ONNX decoder, the runtime, the planner and the native plan loader (FUZZTIME=60s each by default)
 #   make lint          go vet + gofmt check
-#   make proto         regenerate onnxpb/onnx.pb.go from onnxpb/onnx.proto
+#   make proto         regenerate onnxpb/onnx.pb.go and backend/native/planpb/plan.pb.go from their .proto
 #   make models        regenerate the small zoo models in testdata/onnx
 #   make torch-models  export torchvision / transformer models to testdata/torch
 #   make deps          install the outside oracles (python3-torch, python3-onnx, onnxruntime-node, protoc, coinor-cbc)
@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./executor/cpu
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./backend/native
 
 bench:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...
@@ -92,7 +93,7 @@ lint:
 proto:
 	@command -v protoc >/dev/null || bash scripts/install-deps.sh
 	@command -v protoc-gen-go >/dev/null || $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.10
-	$(GO) generate ./onnxpb
+	$(GO) generate ./onnxpb ./backend/native/planpb
 
 # Small zoo models for golden and round-trip tests: weights as graph
 # inputs (a few KB each) except resnet18-small, which keeps its weights

@@ -36,6 +36,7 @@ func TestUsageErrors(t *testing.T) {
 		{tsplit.Options{Policy: "lru"}, "Policy"},
 		{tsplit.Options{Policy: "tflms", PolicyParams: map[string]string{"bogus": "1"}}, "PolicyParams"},
 		{tsplit.Options{Policy: "base", PolicyParams: map[string]string{"lb": "2"}}, "PolicyParams"},
+		{tsplit.Options{Target: "cuda"}, "Target"},
 	} {
 		_, err := tsplit.PlanFile(ctx, "no-such.onnx", c.opts)
 		var ue *tsplit.UsageError
@@ -251,7 +252,7 @@ func TestJSONFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"policy", "budget_bytes", "base_peak_bytes", "peak_bytes", "pool_bytes", "host_peak_bytes",
-		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output", "lower_bound_step_s"} {
+		"base_step_s", "step_s", "swapped", "recomputed", "split", "kept", "planning_s", "output", "target", "lower_bound_step_s"} {
 		if _, ok := fields[k]; !ok {
 			t.Errorf("Result's JSON lacks %q: %s", k, b)
 		}

@@ -36,8 +36,8 @@ type Program struct {
 	// Setup fills tensors before the streams start (weights, graph
 	// inputs, constants that host ops read); Outputs are read after the
 	// streams end.
-	Setup   []Fill
-	Outputs []Fill
+	Setup   []Binding
+	Outputs []Binding
 }
 
 // Stream indexes of a Program.
@@ -109,9 +109,10 @@ func (a *Arg) end() int64 {
 	return a.Off + a.Block
 }
 
-// Fill names the data of a tensor: a graph input's name and, for a
-// weight or a constant, the data used when the run is not given it.
-type Fill struct {
+// Binding ties a tensor to a graph name: a graph input or weight filled
+// before the streams start (Default is a weight's or constant's data,
+// used when the run is not given the name), or an output read after.
+type Binding struct {
 	Name    string
 	Arg     Arg
 	Default []byte

@@ -390,10 +390,10 @@ func (c *checker) program() *executor.Program {
 			continue
 		}
 		if pv.Allocation != 0 {
-			prog.Setup = append(prog.Setup, executor.Fill{Name: pv.Name, Arg: *device(i), Default: pv.Data})
+			prog.Setup = append(prog.Setup, executor.Binding{Name: pv.Name, Arg: *device(i), Default: pv.Data})
 		}
 		if pv.HostBuffer != 0 {
-			prog.Setup = append(prog.Setup, executor.Fill{Name: pv.Name, Arg: *host(i), Default: pv.Data})
+			prog.Setup = append(prog.Setup, executor.Binding{Name: pv.Name, Arg: *host(i), Default: pv.Data})
 		}
 	}
 	for _, r := range p.Outputs {
@@ -401,7 +401,7 @@ func (c *checker) program() *executor.Program {
 		if p.Values[r-1].Allocation != 0 {
 			arg = device
 		}
-		prog.Outputs = append(prog.Outputs, executor.Fill{Name: p.Values[r-1].Name, Arg: *arg(int(r - 1))})
+		prog.Outputs = append(prog.Outputs, executor.Binding{Name: p.Values[r-1].Name, Arg: *arg(int(r - 1))})
 	}
 	kinds := [executor.NumStreams]executor.CmdKind{executor.CmdLaunch, executor.CmdToHost, executor.CmdToDevice, executor.CmdHostKernel}
 	for s, st := range p.Streams {

@@ -20,18 +20,6 @@ const (
 	FormatNative = "tsplan"
 )
 
-// StreamTime is what one stream of a native plan's run measured (its
-// last iteration).
-type StreamTime struct {
-	Name string `json:"name"`
-	// Commands is how many launches, copies or host kernels it ran;
-	// Busy the seconds they took, Stall the seconds it waited for other
-	// streams' events.
-	Commands int     `json:"commands"`
-	Busy     float64 `json:"busy_s"`
-	Stall    float64 `json:"stall_s"`
-}
-
 // writeNative lowers a planned step to a native plan and writes it.
 func writeNative(ctx context.Context, m *ir.Model, path string, pr *progress) error {
 	if err := ctx.Err(); err != nil {
@@ -70,19 +58,21 @@ func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult,
 		return nil, inputError(path, err)
 	}
 	m, prog := l.Model, l.Program
-	fail := func(err error) (*RunResult, error) {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return nil, withFile(path, err)
-		}
-		var oe *executor.OpError
-		if errors.As(err, &oe) && oe.Panic {
-			return nil, withFile(path, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
-		}
-		return nil, inputError(path, err)
-	}
+	fail := func(err error) (*RunResult, error) { return nil, runError(ctx, path, err) }
 	ti, err := compiler.ReadTrainingInfo(m)
 	if err != nil {
 		return fail(err)
+	}
+	// The planned step's own account of its plan travels in the plan's
+	// metadata: the prediction to compare with, the link to pace.
+	plan, err := readPlan(m)
+	if err != nil {
+		return fail(err)
+	}
+	var link executor.Link
+	if plan != nil && plan.Link != nil {
+		l := plan.Link
+		link = executor.Link{H2D: l.H2D, D2H: l.D2H, Latency: time.Duration(l.Latency * float64(time.Second))}
 	}
 	pool := opts.Pool
 	if pool == 0 {
@@ -114,14 +104,22 @@ func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult,
 	iters := max(opts.Iters, 1)
 	res := &RunResult{File: path, Format: FormatNative, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: prog.Pool,
 		ModelPeak: l.Plan.Peak, Iters: iters, Training: ti}
+	if plan != nil {
+		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
+		res.Link = plan.Link
+	}
+	var summaries []executor.Summary
 	var last *executor.ProgramResult
 	var total time.Duration
 	for it := range iters {
-		run := executor.ProgramRun{Inputs: inputs, Step: int64(it), CheckFinite: opts.CheckFinite}
+		run := executor.ProgramRun{Inputs: inputs, Step: int64(it), CheckFinite: opts.CheckFinite, Link: link}
 		if last, err = prog.Run(ctx, dev, run); err != nil {
 			return fail(err)
 		}
 		total += last.Duration
+		sum := executor.Summarize(last.Timeline)
+		summaries = append(summaries, sum)
+		res.Steps = append(res.Steps, sum.Step)
 		loss := math.NaN()
 		if ti != nil {
 			for _, fb := range ti.Feedback {
@@ -135,12 +133,10 @@ func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult,
 		}
 	}
 	res.TimePerIter = total / time.Duration(iters)
+	res.Step, res.Streams = medianStep(summaries)
 	// The pool never grows: the device's high-water is the highest
 	// pool byte a command touched.
 	res.Peak = last.Reach
-	for _, st := range last.Streams {
-		res.Streams = append(res.Streams, StreamTime{Name: st.Name, Commands: st.Commands, Busy: st.Busy.Seconds(), Stall: st.Stall.Seconds()})
-	}
 	if err := finishRun(ctx, res, m, last.Outputs, opts); err != nil {
 		return res, err
 	}

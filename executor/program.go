@@ -77,9 +77,11 @@ const (
 type Command struct {
 	Kind CmdKind
 	// Op is the op a launch, copy or host kernel performs: kernels read
-	// its attributes, errors name it. Opset is its domain's version.
+	// its attributes, errors name it. Opset is its domain's version and
+	// Pos its position in the schedule.
 	Op    *ir.Op
 	Opset int64
+	Pos   int
 	// In and Out follow the op's inputs and outputs (nil: absent).
 	In, Out   []*Arg
 	Workspace Ref
@@ -118,24 +120,19 @@ type Binding struct {
 	Default []byte
 }
 
-// StreamStats is what one stream measured in a run.
-type StreamStats struct {
-	Name string
-	// Commands is the number of launches, copies and host kernels run;
-	// Busy the time they took, Stall the time the stream waited for
-	// events.
-	Commands    int
-	Busy, Stall time.Duration
-}
-
 // ProgramResult is what one run of a Program returns.
 type ProgramResult struct {
 	// Outputs holds the graph outputs by name, as host bytes.
 	Outputs map[string][]byte
 	// Reach is the device high-water: the highest pool byte a command
 	// touched (the pool never grows, so this is all a device can use).
-	Reach    int64
-	Streams  [NumStreams]StreamStats
+	Reach int64
+	// Timeline has a record per launch, copy and host kernel run, each
+	// stream's in its order (Summarize sums it per stream). A record's
+	// Issued is when its stream turned to it, before the waits in
+	// front of it: the time from Issued to Start is what it waited for
+	// other streams.
+	Timeline []Record
 	Duration time.Duration
 }
 
@@ -149,6 +146,9 @@ type ProgramRun struct {
 	// the run stops at the first launch whose output holds a NaN, or a
 	// ±Inf none of its inputs holds, or at a fed input holding one.
 	CheckFinite bool
+	// Link paces the copies of the d2h and h2d streams (the Executor's
+	// Options.Link).
+	Link Link
 }
 
 // Run executes one step of p on dev: setup fills, then the four
@@ -199,22 +199,22 @@ func (p *Program) Run(ctx context.Context, dev Device, r ProgramRun) (*ProgramRe
 	for i := range events {
 		events[i] = newEvent()
 	}
-	// Reach is measured per stream and joined after the run: the
-	// streams touch the pool concurrently.
+	// Reach and the timeline are kept per stream and joined after the
+	// run: the streams run concurrently.
 	var reach [NumStreams]int64
+	var timelines [NumStreams][]Record
 	var failed [NumStreams]error
 	var wg sync.WaitGroup
 	for s := range p.Streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := &res.Streams[s]
-			st.Name = StreamNames[s]
 			// err is the stream's first failure, or that of a stream it
 			// waited for: the commands after it are skipped, and the
 			// events it records carry it, so the streams waiting on them
 			// stop too instead of computing with missing data.
 			var err error
+			issued := time.Since(t0)
 			for i := range p.Streams[s] {
 				c := &p.Streams[s][i]
 				switch c.Kind {
@@ -224,11 +224,9 @@ func (p *Program) Run(ctx context.Context, dev Device, r ProgramRun) (*ProgramRe
 					close(e.done)
 					continue
 				case CmdWait:
-					t := time.Now()
 					if werr := events[c.Event].wait(); werr != nil && err == nil {
 						err = errSkipped{werr}
 					}
-					st.Stall += time.Since(t)
 					continue
 				}
 				if err != nil {
@@ -246,16 +244,21 @@ func (p *Program) Run(ctx context.Context, dev Device, r ProgramRun) (*ProgramRe
 				if c.Workspace.Bytes > 0 {
 					reach[s] = max(reach[s], c.Workspace.Off+c.Workspace.Bytes)
 				}
+				rec := Record{Pos: c.Pos, Op: c.Op, Stream: StreamNames[s], Issued: issued}
 				t := &task{op: c.Op, run: c.runner(dev, r, hostBytes)}
-				start := time.Now()
+				rec.Start = time.Since(t0)
 				err = t.perform()
-				st.Busy += time.Since(start)
-				st.Commands++
+				rec.End = time.Since(t0)
+				timelines[s] = append(timelines[s], rec)
+				issued = rec.End
 			}
 			failed[s] = err
 		}()
 	}
 	wg.Wait()
+	for _, tl := range timelines {
+		res.Timeline = append(res.Timeline, tl...)
+	}
 	// The first failure that is not a skip is the cause; a skip alone
 	// (a failed setup of another stream) reports what it skipped for.
 	var first error
@@ -297,10 +300,20 @@ func (c *Command) runner(dev Device, r ProgramRun, hostBytes func(*Arg) []byte) 
 	switch c.Kind {
 	case CmdToHost:
 		src, dst := c.In[0], c.Out[0]
-		return func() error { return dev.ToHost(hostBytes(dst), src.Ref) }
+		return func() error {
+			start := time.Now()
+			err := dev.ToHost(hostBytes(dst), src.Ref)
+			r.Link.Pace(start, src.Bytes, true)
+			return err
+		}
 	case CmdToDevice:
 		src, dst := c.In[0], c.Out[0]
-		return func() error { return dev.ToDevice(dst.Ref, hostBytes(src)) }
+		return func() error {
+			start := time.Now()
+			err := dev.ToDevice(dst.Ref, hostBytes(src))
+			r.Link.Pace(start, dst.Bytes, false)
+			return err
+		}
 	case CmdHostKernel:
 		return func() error {
 			k := kernels.Lookup(c.Op.Domain, c.Op.Type)

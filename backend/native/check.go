@@ -414,7 +414,7 @@ func (c *checker) program() *executor.Program {
 				cmds = append(cmds, executor.Command{Kind: executor.CmdWait, Event: int(k.Wait)})
 			case *planpb.Command_Run:
 				op, po := c.ops[k.Run], p.Ops[k.Run]
-				x := executor.Command{Kind: kinds[s], Op: op, Opset: c.m.Opset(op.Domain)}
+				x := executor.Command{Kind: kinds[s], Op: op, Opset: c.m.Opset(op.Domain), Pos: int(k.Run)}
 				args := func(refs []int32) []*executor.Arg {
 					out := make([]*executor.Arg, len(refs))
 					for j, r := range refs {

@@ -14,8 +14,9 @@ import (
 	"github.com/tsplit/tsplit/policy"
 )
 
-// torchModels are the exports of scripts/export_torch_models.py.
-var torchModels = []string{"resnet18", "resnet50", "vgg16", "inception_v3", "densenet121", "mobilenet_v2", "transformer", "transformer_nodrop"}
+// torchModels are the exports of scripts/export_torch_models.py: every
+// model of testdata/torch.
+var torchModels = []string{"resnet18", "resnet50", "vgg16", "vgg_small", "inception_v3", "densenet121", "mobilenet_v2", "transformer", "transformer_nodrop"}
 
 // stepOf reads a model at a batch and builds its training step (SGD).
 func stepOf(t *testing.T, path string, batch int64) *ir.Model {

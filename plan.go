@@ -448,6 +448,7 @@ func result(pr *policy.Result, o *Options) *Result {
 		// against the whole batch).
 		sb.SubBatchedPeak, sb.SubBatchedStep = res.BasePeak, res.BaseStep
 		res.BasePeak, res.BaseStep = sb.BasePeak, sb.BaseStep
+		r.Whole = &passes.WholeBatch{Peak: sb.BasePeak, Time: sb.BaseStep, SubBatches: len(sb.Sizes)}
 	}
 	return res
 }

@@ -39,6 +39,28 @@ type Report struct {
 	// model's metadata.
 	Base    []TimelinePoint `json:"base_timeline,omitempty"`
 	Planned []TimelinePoint `json:"planned_timeline,omitempty"`
+	// Whole, for a plan that trains with sub-batches (moDNN), is the
+	// whole batch's unplanned step: what a user would otherwise run,
+	// and what the plan's overhead is against. BasePeak, BaseTime and
+	// Base then describe the sub-batched step before planning.
+	Whole *WholeBatch `json:"whole_batch,omitempty"`
+}
+
+// WholeBatch is the unplanned step of the whole batch a sub-batched
+// plan splits.
+type WholeBatch struct {
+	Peak       int64   `json:"peak_bytes"`
+	Time       float64 `json:"step_s"`
+	SubBatches int     `json:"sub_batches"`
+}
+
+// Before is the unplanned step the plan is measured against: the whole
+// batch's where the plan trains with sub-batches, else the base step.
+func (r *Report) Before() (peak int64, time float64) {
+	if w := r.Whole; w != nil {
+		return w.Peak, w.Time
+	}
+	return r.BasePeak, r.BaseTime
 }
 
 // TimelinePoint is one op of a memory timeline.

@@ -280,7 +280,8 @@ func newChart(r *passes.Report, axis Axis, standalone bool) *chart {
 	if c.xmax <= 0 {
 		c.xmax = 1
 	}
-	top := max(r.BasePeak, r.Peak, r.Budget, r.Pool)
+	wholePeak, _ := r.Before()
+	top := max(r.BasePeak, wholePeak, r.Peak, r.Budget, r.Pool)
 	for _, ps := range [][]passes.TimelinePoint{r.Base, r.Planned} {
 		for i := range ps {
 			top = max(top, ps[i].Live)
@@ -328,11 +329,17 @@ func (c *chart) svg() string {
 	c.header(head)
 	r := c.r
 	over := ""
-	if r.BaseTime > 0 {
-		over = fmt.Sprintf(" (%+.1f%%)", 100*(r.Time/r.BaseTime-1))
+	basePeak, baseTime := r.Before()
+	if baseTime > 0 {
+		over = fmt.Sprintf(" (%+.1f%%)", 100*(r.Time/baseTime-1))
+	}
+	before := fmt.Sprintf("Before planning: peak %s, step %s", units.Bytes(r.BasePeak), fmtSeconds(r.BaseTime))
+	if w := r.Whole; w != nil {
+		before = fmt.Sprintf("Before planning: the whole batch peaks at %s, step %s; drawn: its %d sub-batches unplanned, peak %s, step %s",
+			units.Bytes(basePeak), fmtSeconds(baseTime), w.SubBatches, units.Bytes(r.BasePeak), fmtSeconds(r.BaseTime))
 	}
 	titles := [2]string{
-		fmt.Sprintf("Before planning: peak %s, step %s", units.Bytes(r.BasePeak), fmtSeconds(r.BaseTime)),
+		before,
 		fmt.Sprintf("After planning (%s): peak %s, pool %s, step %s%s", r.Policy, units.Bytes(r.Peak), units.Bytes(r.Pool), fmtSeconds(r.Time), over),
 	}
 	for panel, ss := range [2][]seg{c.base, c.plan} {

@@ -133,10 +133,14 @@ func pct(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
 func cards(r *passes.Report, s Summary) []card {
 	var out []card
 	saved := ""
-	if r.BasePeak > 0 {
-		saved = fmt.Sprintf("%s: %s saved", pct(float64(r.Peak)/float64(r.BasePeak)-1), units.Bytes(s.PeakSaved))
+	basePeak, baseTime := r.Before()
+	if basePeak > 0 {
+		saved = fmt.Sprintf("%s: %s saved", pct(float64(r.Peak)/float64(basePeak)-1), units.Bytes(s.PeakSaved))
 	}
-	out = append(out, card{Title: "Peak memory", Value: units.Bytes(r.BasePeak) + " → " + units.Bytes(r.Peak), Detail: saved})
+	if w := r.Whole; w != nil {
+		saved += fmt.Sprintf(" (against the whole batch; %d sub-batches)", w.SubBatches)
+	}
+	out = append(out, card{Title: "Peak memory", Value: units.Bytes(basePeak) + " → " + units.Bytes(r.Peak), Detail: saved})
 	fit, cls := "fits the budget", "good"
 	if !s.Fits {
 		fit, cls = "over the budget", "bad"
@@ -146,13 +150,13 @@ func cards(r *passes.Report, s Summary) []card {
 	}
 	out = append(out, card{Title: "Pool / budget", Value: units.Bytes(r.Pool) + " / " + units.Bytes(r.Budget), Detail: fit, Class: cls})
 	over, cls := "not simulated", ""
-	if r.BaseTime > 0 {
+	if baseTime > 0 {
 		over = pct(s.Overhead) + " predicted overhead"
 		if s.Overhead > 0.1 {
 			cls = "warn"
 		}
 	}
-	out = append(out, card{Title: "Step time", Value: fmtSeconds(r.BaseTime) + " → " + fmtSeconds(r.Time), Detail: over, Class: cls})
+	out = append(out, card{Title: "Step time", Value: fmtSeconds(baseTime) + " → " + fmtSeconds(r.Time), Detail: over, Class: cls})
 	out = append(out, card{Title: "Host memory", Value: units.Bytes(r.HostPeak), Detail: "peak of swapped data held on the host"})
 	out = append(out, card{Title: "Swapped · recomputed · split", Value: fmt.Sprintf("%d · %d · %d", r.Swapped, r.Recomputed, r.Split),
 		Detail: fmt.Sprintf("%s · %s · %s", units.Bytes(s.Moved["swap"]), units.Bytes(s.Moved["recompute"]), units.Bytes(s.Moved["split+swap"]))})

@@ -84,13 +84,14 @@ type Summary struct {
 
 // Summarize derives the summary figures of r.
 func Summarize(r *passes.Report) Summary {
-	s := Summary{PeakSaved: r.BasePeak - r.Peak, Fits: r.Pool <= r.Budget, BaseOps: len(r.Base), PlannedOps: len(r.Planned),
+	basePeak, baseTime := r.Before()
+	s := Summary{PeakSaved: basePeak - r.Peak, Fits: r.Pool <= r.Budget, BaseOps: len(r.Base), PlannedOps: len(r.Planned),
 		Inserted: map[string]int{}, Moved: map[string]int64{}}
 	if r.Pool == 0 {
 		s.Fits = r.Peak <= r.Budget
 	}
-	if r.BaseTime > 0 {
-		s.Overhead = r.Time/r.BaseTime - 1
+	if baseTime > 0 {
+		s.Overhead = r.Time/baseTime - 1
 	}
 	for _, k := range kinds {
 		s.Inserted[k.kind] = 0

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -356,5 +357,22 @@ func TestChosenCard(t *testing.T) {
 	page := render(t, HTML, r)
 	if !bytes.Contains(page, []byte("Plan kept")) || !bytes.Contains(page, []byte("with splits: 0.0948 s")) {
 		t.Error("the kept plan is not shown")
+	}
+}
+
+// A sub-batched plan (moDNN) is measured against the whole batch's
+// unplanned step, not the sub-batched one its base timeline draws
+// (issue 12 item 4): the cards, the chart's title and the summary say so.
+func TestWholeBatchBefore(t *testing.T) {
+	r := synthetic(10)
+	r.Whole = &passes.WholeBatch{Peak: 3 << 30, Time: r.BaseTime * 0.5, SubBatches: 4}
+	if s := Summarize(r); math.Abs(s.Overhead-(r.Time/(r.BaseTime*0.5)-1)) > 1e-12 || s.PeakSaved != 3<<30-r.Peak {
+		t.Errorf("summary against the sub-batched step: overhead %g, saved %d", s.Overhead, s.PeakSaved)
+	}
+	page := render(t, HTML, r)
+	for _, want := range []string{"3.00 GiB → 590.00 MiB", "against the whole batch; 4 sub-batches", "the whole batch peaks at 3.00 GiB", "its 4 sub-batches unplanned, peak 1.00 GiB"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./executor/cpu
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./policy
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./backend/native
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./backend/native
 
 bench:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...

@@ -105,8 +105,37 @@ func (t *tsplit) PlanStep(s *passes.State) error {
 // (a variant that fails has already tried without them:
 // planSplitOrNot).
 func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes.State, error, bool) {
+	f, err, splits := t.searchAt(s, snap, prefix, 0)
+	if err != nil || s.Opts.AnyFit || f.Report.Time <= f.Report.BaseTime*(1+lowerOver) {
+		return f, err, splits
+	}
+	// A greedy plan is not monotonic in the budget: a plan made for a
+	// smaller budget, which fits this one too, can be faster (resnet18-
+	// small b32: +22.8 % at 50 %, +13.1 % at 45 % of the peak). Where
+	// the plan adds more than lowerOver, the search runs again for
+	// lowerFrac of the budget, and the faster plan is kept, with the
+	// budget it was asked for.
+	budget := f.Report.Budget
+	g, gerr, gsplits := t.searchAt(s, snap, prefix+fmt.Sprintf("at-%.0f%%/", 100*lowerFrac), int64(float64(budget)*lowerFrac))
+	if interrupted(gerr) {
+		return nil, gerr, false
+	}
+	if gerr == nil && g.Report.Time < f.Report.Time {
+		g.Report.Budget = budget
+		g.Report.Chosen = fmt.Sprintf("planned for %.0f %% of the budget (faster than for all of it, %.4g s): %s", 100*lowerFrac, f.Report.Time, g.Report.Chosen)
+		return g, nil, splits || gsplits
+	}
+	return f, nil, splits || gsplits
+}
+
+// searchAt is search's one pass over orders, walks and repairs, for
+// budget bytes (0: the options').
+func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget int64) (*passes.State, error, bool) {
 	// Forks share the caller's callbacks: call them one at a time.
 	base := *s.Opts
+	if budget > 0 {
+		base.Budget = budget
+	}
 	base.MaxRelease = maxRelease
 	if cb := s.Opts.OnRound; cb != nil {
 		base.OnRound = func(round int, peak, target int64) { s.Locked(func() { cb(round, peak, target) }) }
@@ -178,6 +207,7 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 		if v.peakFirst {
 			what += " from the peak"
 		}
+
 		if v.err != nil {
 			tried = append(tried, what+": no plan")
 		} else {
@@ -207,6 +237,14 @@ func (t *tsplit) search(s *passes.State, snap *ir.Model, prefix string) (*passes
 	r.Chosen = why
 	return f, nil, splits && !done
 }
+
+// lowerOver is the overhead above which tsplit's search also plans for
+// lowerFrac of the budget (the plan may be faster: greedy planning is
+// not monotonic in the budget).
+const (
+	lowerOver = 0.02
+	lowerFrac = 0.9
+)
 
 // goodEnough is the overhead over the unplanned step below which the
 // search stops after its first step: none (to rounding) — a plan as

@@ -40,6 +40,9 @@ type ortCase struct {
 	step func(t *testing.T) *ir.Model
 	// integration cases take minutes (oracle.Integration).
 	integration bool
+	// longFallback: the fallback budgets (ortFallback) only in the
+	// long tier.
+	longFallback bool
 	// also plans with a policy at another fraction of the peak, where
 	// half of it does not fit but the plan recomputes what matters.
 	also []alsoPlan
@@ -104,6 +107,7 @@ func TestORTRunsEveryPolicysPlan(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		cases[i].integration = true
 	}
+	cases[6].longFallback, cases[7].longFallback = true, true // densenet121, resnet18
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.integration {
@@ -160,7 +164,12 @@ func ortEveryPolicy(t *testing.T, c ortCase) {
 			// never does, fits only the whole peak).
 			var m *ir.Model
 			var res *Result
-			for _, frac := range ortFallback {
+			fallback := ortFallback
+			if c.longFallback && !oracle.LongOn() {
+				// Minutes of ONNX Runtime (resnet18 b8: ~20 s a plan).
+				fallback = fallback[:1]
+			}
+			for _, frac := range fallback {
 				b := budget
 				if frac > 0 {
 					b = int64(float64(peak) * frac)

@@ -46,3 +46,6 @@ func Long(t testing.TB, what string) {
 		t.Skipf("%s: long tier, run by make test-long; set %s=1 to run it here", what, LongEnv)
 	}
 }
+
+// LongOn reports whether the long tier is on.
+func LongOn() bool { return os.Getenv(LongEnv) != "" }

@@ -3,7 +3,6 @@ package tsplit
 import (
 	"context"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/tsplit/tsplit/backend"
@@ -108,32 +107,20 @@ func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult,
 		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
 		res.Link = plan.Link
 	}
-	var summaries []executor.Summary
 	var last *executor.ProgramResult
-	var total time.Duration
-	for it := range iters {
+	it := 0
+	err = iterate(res, m, ti, inputs, opts, func() (map[string][]byte, time.Duration, []executor.Record, error) {
 		run := executor.ProgramRun{Inputs: inputs, Step: int64(it), CheckFinite: opts.CheckFinite, Link: link}
+		it++
+		var err error
 		if last, err = prog.Run(ctx, dev, run); err != nil {
-			return fail(err)
+			return nil, 0, nil, err
 		}
-		total += last.Duration
-		sum := executor.Summarize(last.Timeline)
-		summaries = append(summaries, sum)
-		res.Steps = append(res.Steps, sum.Step)
-		loss := math.NaN()
-		if ti != nil {
-			for _, fb := range ti.Feedback {
-				inputs[fb[1]] = last.Outputs[fb[0]]
-			}
-			loss = scalar(m.Graph.Lookup(ti.Loss), last.Outputs[ti.Loss])
-			res.Losses = append(res.Losses, loss)
-		}
-		if opts.Progress != nil {
-			opts.Progress(Progress{Stage: StageRun, Round: it, Fraction: float64(it+1) / float64(iters), Loss: loss})
-		}
+		return last.Outputs, last.Duration, last.Timeline, nil
+	})
+	if err != nil {
+		return fail(err)
 	}
-	res.TimePerIter = total / time.Duration(iters)
-	res.Step, res.Streams = medianStep(summaries)
 	// The pool never grows: the device's high-water is the highest
 	// pool byte a command touched.
 	res.Peak = last.Reach

@@ -360,33 +360,17 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
 		res.Link = plan.Link
 	}
-	var summaries []executor.Summary
 	var last *executor.Result
-	var total time.Duration
-	for it := range iters {
+	err = iterate(res, m, ti, inputs, opts, func() (map[string][]byte, time.Duration, []executor.Record, error) {
+		var err error
 		if last, err = x.RunContext(ctx, inputs); err != nil {
-			return fail(err)
+			return nil, 0, nil, err
 		}
-		total += last.Duration
-		sum := executor.Summarize(last.Timeline)
-		summaries = append(summaries, sum)
-		res.Steps = append(res.Steps, sum.Step)
-		loss := math.NaN()
-		if ti != nil {
-			// The updated weights and optimizer state are the next
-			// step's inputs.
-			for _, fb := range ti.Feedback {
-				inputs[fb[1]] = last.Outputs[fb[0]]
-			}
-			loss = scalar(m.Graph.Lookup(ti.Loss), last.Outputs[ti.Loss])
-			res.Losses = append(res.Losses, loss)
-		}
-		if opts.Progress != nil {
-			opts.Progress(Progress{Stage: StageRun, Round: it, Fraction: float64(it+1) / float64(iters), Loss: loss})
-		}
+		return last.Outputs, last.Duration, last.Timeline, nil
+	})
+	if err != nil {
+		return fail(err)
 	}
-	res.TimePerIter = total / time.Duration(iters)
-	res.Step, res.Streams = medianStep(summaries)
 	res.Peak = last.HighWater
 	if err := finishRun(ctx, res, m, last.Outputs, opts); err != nil {
 		return res, err
@@ -429,6 +413,42 @@ func runError(ctx context.Context, file string, err error) error {
 		return withFile(file, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
 	}
 	return inputError(file, err)
+}
+
+// iterate runs step res.Iters times as a training loop: the outputs a
+// step feeds back (updated weights and optimizer state, ti.Feedback)
+// are the next step's inputs. It records each step's time and loss in
+// res, reports progress, and sets res.TimePerIter, res.Step and
+// res.Streams. Both runners (a planned ONNX model's, a native plan's)
+// use it.
+func iterate(res *RunResult, m *ir.Model, ti *compiler.TrainingInfo, inputs map[string][]byte, opts RunOptions,
+	step func() (outputs map[string][]byte, took time.Duration, tl []executor.Record, err error)) error {
+	var summaries []executor.Summary
+	var total time.Duration
+	for it := range res.Iters {
+		outputs, took, tl, err := step()
+		if err != nil {
+			return err
+		}
+		total += took
+		sum := executor.Summarize(tl)
+		summaries = append(summaries, sum)
+		res.Steps = append(res.Steps, sum.Step)
+		loss := math.NaN()
+		if ti != nil {
+			for _, fb := range ti.Feedback {
+				inputs[fb[1]] = outputs[fb[0]]
+			}
+			loss = scalar(m.Graph.Lookup(ti.Loss), outputs[ti.Loss])
+			res.Losses = append(res.Losses, loss)
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Stage: StageRun, Round: it, Fraction: float64(it+1) / float64(res.Iters), Loss: loss})
+		}
+	}
+	res.TimePerIter = total / time.Duration(res.Iters)
+	res.Step, res.Streams = medianStep(summaries)
+	return nil
 }
 
 // finishRun fills res.Outputs from the last iteration's outputs, by

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/internal/units"
@@ -229,24 +226,7 @@ func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 	}
 	p.Y.Min, p.Y.Max = ylo/1.01, yhi*1.05
 
-	const w, h = 10 * vg.Inch, 5.5 * vg.Inch
-	draw1 := func(c vg.CanvasWriterTo, path string) error {
-		dc := draw.New(c)
-		legendW := 1.9 * vg.Inch
-		p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
-		legend.XOffs, legend.YOffs = vg.Points(8), -vg.Points(36)
-		legend.Draw(draw.Crop(dc, w-legendW, 0, 0, 0))
-		var b bytes.Buffer
-		if _, err := c.WriteTo(&b); err != nil {
-			return err
-		}
-		return backend.WriteBytesAtomic(path, b.Bytes())
-	}
-	if err := draw1(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
-		filepath.Join(dir, name+".png")); err != nil {
-		return err
-	}
-	return draw1(vgsvg.New(w, h), filepath.Join(dir, name+".svg"))
+	return writePlot(dir, name, 10*vg.Inch, 5.5*vg.Inch, legend, func(c draw.Canvas) { p.Draw(c) })
 }
 
 // reversedPercentTicks labels the reversed budget axis (x = 100 − %)

@@ -152,15 +152,21 @@ func plotSweep(dir, base string, r *Results, i int) error {
 	}
 	rel.Y.Max = 105
 
-	const w, h = 10 * vg.Inch, 7.5 * vg.Inch
-	draw2 := func(c vg.CanvasWriterTo, path string) error {
-		dc := draw.New(c)
-		legendW := 1.9 * vg.Inch
-		plots := draw.Crop(dc, 0, -legendW, 0, 0)
+	return writePlot(dir, base, 10*vg.Inch, 7.5*vg.Inch, legend, func(plots draw.Canvas) {
 		tiles := plot.Align([][]*plot.Plot{{abs}, {rel}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(4),
 			PadBottom: vg.Points(4), PadLeft: vg.Points(4)}, plots)
 		abs.Draw(tiles[0][0])
 		rel.Draw(tiles[1][0])
+	})
+}
+
+// writePlot draws a figure of w × h, the plots left of a legend column,
+// into dir/base.png (110 dpi, white background) and dir/base.svg.
+func writePlot(dir, base string, w, h vg.Length, legend plot.Legend, drawPlots func(draw.Canvas)) error {
+	render := func(c vg.CanvasWriterTo, path string) error {
+		dc := draw.New(c)
+		legendW := 1.9 * vg.Inch
+		drawPlots(draw.Crop(dc, 0, -legendW, 0, 0))
 		legend.XOffs, legend.YOffs = vg.Points(8), -vg.Points(36)
 		legend.Draw(draw.Crop(dc, w-legendW, 0, 0, 0))
 		var b bytes.Buffer
@@ -169,11 +175,11 @@ func plotSweep(dir, base string, r *Results, i int) error {
 		}
 		return backend.WriteBytesAtomic(path, b.Bytes())
 	}
-	if err := draw2(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
+	if err := render(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
 		filepath.Join(dir, base+".png")); err != nil {
 		return err
 	}
-	return draw2(vgsvg.New(w, h), filepath.Join(dir, base+".svg"))
+	return render(vgsvg.New(w, h), filepath.Join(dir, base+".svg"))
 }
 
 // pow2Ticks labels powers of two on a log axis.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/backend/native"
 	"github.com/tsplit/tsplit/bound"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
@@ -137,6 +138,10 @@ func load(ctx context.Context, path string, iopts compiler.Options, pr *progress
 		return nil, err
 	}
 	pr.report(Progress{Stage: StageImport})
+	if native.IsPlanFile(path) {
+		// A protobuf decode error would say the file is corrupt.
+		return nil, inputError(path, errors.New("a native execution plan (.tsplan), not an ONNX model: `tsplitc run` executes it; the other commands read ONNX models"))
+	}
 	m, err := compiler.Import(path, iopts)
 	if err != nil {
 		return nil, inputError(path, err)

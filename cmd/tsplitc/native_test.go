@@ -143,6 +143,11 @@ func TestNativeRunErrors(t *testing.T) {
 		{[]string{"--run", plan, "-o", filepath.Join(dir, "t.onnx")}, 2, "native plan"},
 		{[]string{"--run", plan, "--pool", "1KiB"}, 2, "lays its tensors out in"},
 		{[]string{"plan", model, "--target", "cuda", "-o", plan}, 2, "--target"},
+		// A plan given where an ONNX model is read says what it is (it
+		// used to fail as a corrupt protobuf).
+		{[]string{"inspect", plan}, 1, "a native execution plan (.tsplan), not an ONNX model"},
+		{[]string{"dump", plan}, 1, "a native execution plan"},
+		{[]string{"plan", plan, "-o", filepath.Join(dir, "q.onnx")}, 1, "a native execution plan"},
 	} {
 		_, errs, code := tsplitc(t, append(tc.args, "--quiet")...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {

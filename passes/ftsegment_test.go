@@ -1,0 +1,129 @@
+package passes
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tsplit/tsplit/internal/plantest"
+	"github.com/tsplit/tsplit/ir"
+	. "github.com/tsplit/tsplit/ir/irtest"
+)
+
+// sftVGG is a small VGG-like stack on a 1×3×32×32 image:
+//
+//	conv1 3→8 3×3 p1 (32 KiB out) → relu1 → conv2 8→8 → relu2 → pool1 2×2/2 (8 KiB)
+//	→ conv3 8→16 (16 KiB) → relu3 → pool2 2×2/2 (4 KiB) → gap
+//
+// Its weights take 7.9 KiB (2016 floats).
+func sftVGG(t *testing.T) *ir.Model {
+	b := New(t)
+	x := b.Input("x", ir.Float, 1, 3, 32, 32)
+	conv := func(name string, x *ir.Value, cin, cout int64) *ir.Value {
+		w := plantest.Weight(b, name+".w", cout, cin, 3, 3)
+		bias := plantest.Weight(b, name+".b", cout)
+		y := b.Op("Conv", V(x, w, bias), Ints("pads", 1, 1, 1, 1))
+		y.Def.Name = name
+		r := b.Op("Relu", V(y))
+		r.Def.Name = strings.Replace(name, "conv", "relu", 1)
+		return r
+	}
+	pool := func(name string, x *ir.Value) *ir.Value {
+		p := b.Op("MaxPool", V(x), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2))
+		p.Def.Name = name
+		return p
+	}
+	h := pool("pool1", conv("conv2", conv("conv1", x, 3, 8), 8, 8))
+	h = pool("pool2", conv("conv3", h, 8, 16))
+	y := b.Op("GlobalAveragePool", V(h))
+	y.Def.Name = "gap"
+	return b.Return(y)
+}
+
+func segNames(seg *FTSegment) string {
+	var ns []string
+	for _, op := range seg.Ops {
+		ns = append(ns, op.Name)
+	}
+	return strings.Join(ns, " ")
+}
+
+func valueNames(vs []*ir.Value) string {
+	var ns []string
+	for _, v := range vs {
+		ns = append(ns, v.Name)
+	}
+	return strings.Join(ns, " ")
+}
+
+// The must-tile ops of sftVGG at a 36 KiB budget and the segments grown
+// from them: an op is must-tile when its activations and the weights
+// exceed the budget (conv1: 12 + 32 KiB; relu3: 16 + 16 KiB + 7.9 KiB),
+// conv3 fits (8 + 16 + 7.9 KiB) and its output is the second segment's
+// input checkpoint; relu3's output (16 KiB) is a checkpoint too, so the
+// second segment is relu3 alone, which also tiles along channels. The
+// first tiles along height and width only: the batch has one sample and
+// the convolutions read every channel.
+func TestFTSegmentsVGG(t *testing.T) {
+	m := sftVGG(t)
+	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 36 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range segs {
+		var dims []string
+		for _, d := range s.Dims {
+			dims = append(dims, fmt.Sprint(d.In))
+		}
+		got = append(got, fmt.Sprintf("[%s] in=%s out=%s must=%d dims=%s", segNames(s), valueNames(s.Inputs), valueNames(s.Outputs), s.MustTile, strings.Join(dims, ",")))
+	}
+	want := []string{
+		"[conv1 relu1 conv2 relu2 pool1] in=x out=" + segs[0].Outputs[0].Name + " must=5 dims=2,3",
+		"[relu3] in=" + segs[1].Inputs[0].Name + " out=" + segs[1].Outputs[0].Name + " must=1 dims=1,2,3",
+	}
+	if len(segs) != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("segments:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if segs[1].Inputs[0].Def.Name != "conv3" || segs[0].Outputs[0].Def.Name != "pool1" {
+		t.Errorf("checkpoints: %s and %s", segs[1].Inputs[0].Def.Name, segs[0].Outputs[0].Def.Name)
+	}
+	// A budget the whole model fits in has nothing to tile.
+	segs, err = FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 1 << 20})
+	if err != nil || len(segs) != 0 {
+		t.Errorf("1 MiB: %d segments, %v", len(segs), err)
+	}
+	// Below the input image and the weights no checkpoint fits.
+	if _, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 16 << 10}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Errorf("16 KiB: %v, want a checkpoint that does not fit", err)
+	}
+}
+
+// Two branches leave a must-tile pool and meet at an Add: the segment
+// grows to the Add, the pool's post-dominator, so both branches run on
+// tiles and the Add reads their outputs as checkpoints.
+func TestFTSegmentsBranches(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 1, 4, 16, 16) // 4 KiB
+	name := func(v *ir.Value, n string) *ir.Value { v.Def.Name = n; return v }
+	stem := name(b.Op("Conv", V(x, plantest.Weight(b, "w0", 8, 4, 1, 1))), "stem")                             // 8 KiB
+	wide := name(b.Op("Conv", V(stem, plantest.Weight(b, "w1", 16, 8, 3, 3)), Ints("pads", 1, 1, 1, 1)), "wide") // 16 KiB
+	pool := name(b.Op("MaxPool", V(wide), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2)), "pool")            // 4 KiB
+	a := name(b.Op("Relu", V(pool)), "a")
+	c := name(b.Op("Sigmoid", V(pool)), "b")
+	m := b.Return(name(b.Op("Add", V(a, c)), "add"))
+	// Weights 4.6 KiB: "wide" (8 + 16 KiB) and "pool" (16 + 4 KiB) are
+	// must-tile at 24 KiB; "stem" (4 + 8 KiB), the branches and the Add
+	// fit.
+	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 24 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 1 || segNames(segs[0]) != "wide pool a b" || valueNames(segs[0].Inputs) != stem.Name ||
+		valueNames(segs[0].Outputs) != a.Name+" "+c.Name || len(segs[0].Dims) != 2 {
+		for _, s := range segs {
+			t.Logf("segment [%s] in=%s out=%s dims=%d", segNames(s), valueNames(s.Inputs), valueNames(s.Outputs), len(s.Dims))
+		}
+		t.Fatal("want one segment [wide pool a b] from the stem's output to both branches, tiled along 2 dimensions")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
 	"github.com/tsplit/tsplit/memory"
 )
 
@@ -49,6 +50,9 @@ type FTSegment struct {
 	Dims []FTDim
 	// MustTile counts the segment's must-tile ops.
 	MustTile int
+	// Workspace gives an op's scratch bytes, which a tile needs in
+	// proportion to the part of the output it computes; nil: none.
+	Workspace func(*ir.Op) int64
 }
 
 // FTDim is one dimension along which a whole segment tiles.
@@ -67,6 +71,10 @@ type FTDim struct {
 type SegmentOptions struct {
 	// Budget is the device memory in bytes.
 	Budget int64
+	// Workspace gives an op's scratch bytes, which count in its working
+	// set; nil uses the reference kernels' (kernels.WorkspaceBytes), as
+	// the memory model does.
+	Workspace func(*ir.Op) int64
 }
 
 // FindSegments partitions the forward ops of m that cannot run whole
@@ -92,14 +100,18 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 	var weights int64
 	for _, v := range g.Values() {
 		if memory.Resident(v) {
-			weights += v.Bytes()
+			weights += memory.Align(v.Bytes())
 		}
 	}
 	// fits: a value can be a checkpoint (held whole beside the weights).
-	fits := func(v *ir.Value) bool { return weights+v.Bytes() <= opts.Budget }
+	fits := func(v *ir.Value) bool { return weights+memory.Align(v.Bytes()) <= opts.Budget }
+	workspace := opts.Workspace
+	if workspace == nil {
+		workspace = kernels.WorkspaceBytes
+	}
 	must := make([]bool, len(order))
 	for i, op := range order {
-		var ws int64
+		ws := workspace(op)
 		for _, v := range op.Inputs() {
 			if v != nil && !memory.Resident(v) {
 				ws += v.Bytes()
@@ -158,6 +170,15 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 			for end < len(order) && must[end] {
 				end, changed = end+1, true
 			}
+			// The checkpoints on both sides are on the device together
+			// with a tile's working set: when no tiling fits, the segment
+			// takes the next op, whose output is usually smaller (SFT's
+			// checkMemCapacity, which reports an error instead).
+			if !changed && end < len(order) {
+				if _, err := tileable(g, ft, order[start:end], must[start:end], fits, workspace, opts.Budget-weights); err != nil {
+					end, changed = end+1, true
+				}
+			}
 		}
 		// An earlier segment that the growth reached joins this one.
 		for len(segs) > 0 && pos[segs[len(segs)-1].Ops[len(segs[len(segs)-1].Ops)-1].ID] >= start {
@@ -165,7 +186,7 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 			start = min(start, pos[last.Ops[0].ID])
 			segs = segs[:len(segs)-1]
 		}
-		seg, err := newSegment(g, ft, order[start:end], must[start:end], fits)
+		seg, err := tileable(g, ft, order[start:end], must[start:end], fits, workspace, opts.Budget-weights)
 		if err != nil {
 			return nil, err
 		}
@@ -173,6 +194,20 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 		i = end - 1
 	}
 	return segs, nil
+}
+
+// tileable builds the segment of ops and checks that some tiling of it
+// fits avail bytes.
+func tileable(g *ir.Graph, ft *FTResult, ops []*ir.Op, must []bool, fits func(*ir.Value) bool, workspace func(*ir.Op) int64, avail int64) (*FTSegment, error) {
+	seg, err := newSegment(g, ft, ops, must, fits)
+	if err != nil {
+		return nil, err
+	}
+	seg.Workspace = workspace
+	if _, err := ChooseTiles(seg, avail); err != nil {
+		return nil, err
+	}
+	return seg, nil
 }
 
 // newSegment fills a segment's checkpoints and tiled dimensions and

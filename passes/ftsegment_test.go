@@ -56,17 +56,21 @@ func valueNames(vs []*ir.Value) string {
 	return strings.Join(ns, " ")
 }
 
-// The must-tile ops of sftVGG at a 36 KiB budget and the segments grown
-// from them: an op is must-tile when its activations and the weights
-// exceed the budget (conv1: 12 + 32 KiB; relu3: 16 + 16 KiB + 7.9 KiB),
-// conv3 fits (8 + 16 + 7.9 KiB) and its output is the second segment's
-// input checkpoint; relu3's output (16 KiB) is a checkpoint too, so the
-// second segment is relu3 alone, which also tiles along channels. The
-// first tiles along height and width only: the batch has one sample and
-// the convolutions read every channel.
+// The must-tile ops of sftVGG at a 40 KiB budget and the segments grown
+// from them, first counting activations only. The weights take 8.5 KiB
+// at the allocator's 256-byte alignment. An op is must-tile when its
+// activations and the weights exceed the budget: conv1 (12 + 32 KiB)
+// through pool1 (32 + 8 KiB), and relu3 (16 + 16 KiB); conv3 (8 + 16
+// KiB) fits and its output is the second segment's input checkpoint.
+// relu3's 16 KiB output would fit as a checkpoint, but not merge beside
+// its tiles and conv3's output, so the second segment takes pool2 too.
+// The first tiles along height and width only (the batch has one sample
+// and the convolutions read every channel), the second along channels
+// too.
 func TestFTSegmentsVGG(t *testing.T) {
 	m := sftVGG(t)
-	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 36 << 10})
+	noScratch := func(*ir.Op) int64 { return 0 }
+	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 40 << 10, Workspace: noScratch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +82,32 @@ func TestFTSegmentsVGG(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("[%s] in=%s out=%s must=%d dims=%s", segNames(s), valueNames(s.Inputs), valueNames(s.Outputs), s.MustTile, strings.Join(dims, ",")))
 	}
+	if len(segs) != 2 {
+		t.Fatalf("segments:\n%s\nwant 2", strings.Join(got, "\n"))
+	}
 	want := []string{
 		"[conv1 relu1 conv2 relu2 pool1] in=x out=" + segs[0].Outputs[0].Name + " must=5 dims=2,3",
-		"[relu3] in=" + segs[1].Inputs[0].Name + " out=" + segs[1].Outputs[0].Name + " must=1 dims=1,2,3",
+		"[relu3 pool2] in=" + segs[1].Inputs[0].Name + " out=" + segs[1].Outputs[0].Name + " must=1 dims=1,2,3",
 	}
-	if len(segs) != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("segments:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if segs[1].Inputs[0].Def.Name != "conv3" || segs[0].Outputs[0].Def.Name != "pool1" {
 		t.Errorf("checkpoints: %s and %s", segs[1].Inputs[0].Def.Name, segs[0].Outputs[0].Def.Name)
+	}
+	// With the convolutions' im2col scratch (conv2: 288 KiB, conv3:
+	// 72 KiB) every convolution is must-tile. At 64 KiB one segment runs
+	// from the image to conv3: no tiling of a shorter one fits beside its
+	// checkpoints (ending at pool1, the 8 KiB output merges beside its
+	// 64 tiles of 256 bytes or more each, the allocator's alignment). At
+	// 56 KiB none does, and the segment grows into the global pool,
+	// which tiles along nothing.
+	segs, err = FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 64 << 10})
+	if err != nil || len(segs) != 1 || segNames(segs[0]) != "conv1 relu1 conv2 relu2 pool1 conv3" {
+		t.Errorf("with scratch at 64 KiB: %d segments, %v", len(segs), err)
+	}
+	if _, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 56 << 10}); err == nil || !strings.Contains(err.Error(), "no common dimension") {
+		t.Errorf("with scratch at 56 KiB: %v, want no tiling", err)
 	}
 	// A budget the whole model fits in has nothing to tile.
 	segs, err = FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 1 << 20})
@@ -99,23 +120,24 @@ func TestFTSegmentsVGG(t *testing.T) {
 	}
 }
 
-// Two branches leave a must-tile pool and meet at an Add: the segment
-// grows to the Add, the pool's post-dominator, so both branches run on
-// tiles and the Add reads their outputs as checkpoints.
+// Two branches leave a pool and meet at an Add. The 3×3 convolution
+// before the pool is must-tile (8 + 16 KiB and 72 KiB of im2col
+// scratch at a 32 KiB budget); its 16 KiB output would fit as a
+// checkpoint but cannot merge beside its tiles and the stem's 8 KiB, so
+// the segment takes the pool, and then grows to the pool's
+// post-dominator, the Add: both branches run on tiles and the Add reads
+// their outputs as checkpoints.
 func TestFTSegmentsBranches(t *testing.T) {
 	b := New(t)
 	x := b.Input("x", ir.Float, 1, 4, 16, 16) // 4 KiB
 	name := func(v *ir.Value, n string) *ir.Value { v.Def.Name = n; return v }
-	stem := name(b.Op("Conv", V(x, plantest.Weight(b, "w0", 8, 4, 1, 1))), "stem")                             // 8 KiB
+	stem := name(b.Op("Conv", V(x, plantest.Weight(b, "w0", 8, 4, 1, 1))), "stem")                               // 8 KiB
 	wide := name(b.Op("Conv", V(stem, plantest.Weight(b, "w1", 16, 8, 3, 3)), Ints("pads", 1, 1, 1, 1)), "wide") // 16 KiB
 	pool := name(b.Op("MaxPool", V(wide), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2)), "pool")            // 4 KiB
 	a := name(b.Op("Relu", V(pool)), "a")
 	c := name(b.Op("Sigmoid", V(pool)), "b")
 	m := b.Return(name(b.Op("Add", V(a, c)), "add"))
-	// Weights 4.6 KiB: "wide" (8 + 16 KiB) and "pool" (16 + 4 KiB) are
-	// must-tile at 24 KiB; "stem" (4 + 8 KiB), the branches and the Add
-	// fit.
-	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 24 << 10})
+	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 32 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,9 +62,11 @@ func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
 		return o, nil
 	}
 	// slice cuts v (a tile whose ranges are have) to want on every tiled
-	// dimension where they differ.
+	// dimension where they differ, one Slice per dimension: their
+	// bounds are then shared by the tiles of a row or a column, and the
+	// resident constants stay few (Tiling.sliceBounds counts them).
 	slice := func(v *ir.Value, have, want []Span, name string, phase ir.Phase) (*ir.Value, error) {
-		var starts, ends, axes []int64
+		orig := v // the value the tiled dimensions are known for
 		for i, fd := range tl.Dims {
 			if have[i] == want[i] {
 				continue
@@ -72,24 +74,19 @@ func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
 			if want[i].Lo < have[i].Lo || want[i].Hi > have[i].Hi {
 				return nil, fmt.Errorf("fusetile: the tile of %q covers [%d, %d), [%d, %d) is needed", v.Name, have[i].Lo, have[i].Hi, want[i].Lo, want[i].Hi)
 			}
-			starts = append(starts, want[i].Lo-have[i].Lo)
-			ends = append(ends, want[i].Hi-have[i].Lo)
-			axes = append(axes, int64(fd.Of[v]))
+			s, err1 := splitConst(g, []int64{want[i].Lo - have[i].Lo})
+			e, err2 := splitConst(g, []int64{want[i].Hi - have[i].Lo})
+			a, err3 := splitConst(g, []int64{int64(fd.Of[orig])})
+			if err := firstErr(err1, err2, err3); err != nil {
+				return nil, err
+			}
+			o, err := insert("Slice", g.FreshName(name+"/tile_slice"), []*ir.Value{v, s, e, a}, []string{g.FreshName(name)}, nil, phase)
+			if err != nil {
+				return nil, err
+			}
+			v = o.Output(0)
 		}
-		if len(axes) == 0 {
-			return v, nil
-		}
-		s, err1 := splitConst(g, starts)
-		e, err2 := splitConst(g, ends)
-		a, err3 := splitConst(g, axes)
-		if err := firstErr(err1, err2, err3); err != nil {
-			return nil, err
-		}
-		o, err := insert("Slice", g.FreshName(name+"/tile_slice"), []*ir.Value{v, s, e, a}, []string{g.FreshName(name)}, nil, phase)
-		if err != nil {
-			return nil, err
-		}
-		return o.Output(0), nil
+		return v, nil
 	}
 
 	grid := 1

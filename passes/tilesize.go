@@ -137,8 +137,9 @@ func (tl *Tiling) MaxSpan(i int, v *ir.Value) int64 {
 	return m
 }
 
-// tileBytes is the largest tile of v over the grid: its bytes scaled by
-// the largest range on each tiled dimension.
+// tileBytes is the largest tile of v over the grid, aligned as the
+// device allocates it: its bytes scaled by the largest range on each
+// tiled dimension.
 func (tl *Tiling) tileBytes(v *ir.Value) int64 {
 	b := v.Bytes()
 	for i, fd := range tl.Dims {
@@ -147,20 +148,74 @@ func (tl *Tiling) tileBytes(v *ir.Value) int64 {
 			b = b * tl.MaxSpan(i, v) / n
 		}
 	}
-	return b
+	return memory.Align(b)
 }
 
-// WorkingSet estimates the device bytes a tile of the segment needs
-// beside the weights: the segment's checkpoints whole, and the largest
-// tile working set of one op (its activation inputs and outputs, as
-// tiles).
-func (tl *Tiling) WorkingSet() int64 {
-	var ck int64
-	for _, v := range tl.Seg.Inputs {
-		ck += v.Bytes()
+// cells is the number of tiles of the grid.
+func (tl *Tiling) cells() int64 {
+	n := int64(1)
+	for _, c := range tl.Counts {
+		n *= int64(c)
 	}
+	return n
+}
+
+// sliceBounds counts the distinct one-element constants the rewrite's
+// Slices read (InsertFusedTiles): for every tile along every dimension,
+// the start and end, relative to the tile it cuts, of each input an op
+// reads narrower than its producer computed it, and of each output tile
+// cut from a wider one, and the axes.
+func (tl *Tiling) sliceBounds() int {
+	seen := map[int64]bool{}
+	for i, fd := range tl.Dims {
+		for t, tr := range tl.Tiles[i] {
+			have := func(v *ir.Value) Span {
+				if v.Def != nil {
+					if it, ok := tr.Iter[v.Def]; ok {
+						return it
+					}
+				}
+				return Span{0, v.Shape[fd.Of[v]]}
+			}
+			add := func(v *ir.Value, want Span) {
+				if h := have(v); h != want {
+					seen[want.Lo-h.Lo], seen[want.Hi-h.Lo], seen[int64(fd.Of[v])] = true, true, true
+				}
+			}
+			for _, op := range tl.Seg.Ops {
+				for j, v := range op.Inputs() {
+					if v != nil && !memory.Resident(v) {
+						r := tr.In[op][j]
+						add(v, Span{r.Start, r.End})
+					}
+				}
+			}
+			for _, v := range tl.Seg.Outputs {
+				e := fd.Of[v]
+				p := Parts(v.Shape[e], tl.Counts[i])[t]
+				add(v, Span{p[0], p[1]})
+			}
+		}
+	}
+	return len(seen)
+}
+
+// WorkingSet estimates the device bytes the segment needs beside the
+// weights, at the device's alignment: the segment's input checkpoints,
+// the Slice bounds of the rewrite, and the larger of what is live while
+// a tile runs (every tile of the outputs, the largest working set of
+// one op on a tile: its activation inputs and outputs and its scratch)
+// and while the tiles merge (every tile of the outputs and the merged
+// outputs).
+func (tl *Tiling) WorkingSet() int64 {
+	in := int64(tl.sliceBounds()) * memory.Align(8)
+	for _, v := range tl.Seg.Inputs {
+		in += memory.Align(v.Bytes())
+	}
+	var pieces, merged int64
 	for _, v := range tl.Seg.Outputs {
-		ck += v.Bytes()
+		pieces += tl.cells() * tl.tileBytes(v)
+		merged += memory.Align(v.Bytes())
 	}
 	var op int64
 	for _, o := range tl.Seg.Ops {
@@ -175,9 +230,23 @@ func (tl *Tiling) WorkingSet() int64 {
 				ws += tl.tileBytes(v)
 			}
 		}
+		if tl.Seg.Workspace != nil {
+			// Scratch grows with the output a tile computes (im2col).
+			w, y := tl.Seg.Workspace(o), o.Output(0)
+			for i, fd := range tl.Dims {
+				if n := y.Shape[fd.Maps[o].OutDim]; n > 0 {
+					var it int64
+					for _, tr := range tl.Tiles[i] {
+						it = max(it, tr.Iter[o].Len())
+					}
+					w = w * it / n
+				}
+			}
+			ws += memory.Align(w)
+		}
 		op = max(op, ws)
 	}
-	return ck + op
+	return in + pieces + max(op, merged)
 }
 
 // ChooseTiles picks the tile counts of a segment for a budget of

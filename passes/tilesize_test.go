@@ -10,7 +10,7 @@ import (
 	. "github.com/tsplit/tsplit/ir/irtest"
 )
 
-// sftChain is a window chain on an odd-sized 1×2×13×11 input:
+// sftChain is a window chain on a 1×2×h×w input, here 13×11:
 //
 //	dil   Conv 3×3, dilation 2, pads 2   → 13×11
 //	relu                                  → 13×11
@@ -18,9 +18,9 @@ import (
 //	pool  MaxPool 2×2, stride 2          → 3×3
 //
 // taken whole as one segment.
-func sftChain(t *testing.T) (*ir.Model, *FTSegment) {
+func sftChain(t *testing.T, height, width int64) (*ir.Model, *FTSegment) {
 	b := New(t)
-	x := b.Input("x", ir.Float, 1, 2, 13, 11)
+	x := b.Input("x", ir.Float, 1, 2, height, width)
 	name := func(v *ir.Value, n string) *ir.Value { v.Def.Name = n; return v }
 	h := name(b.Op("Conv", V(x, plantest.Weight(b, "w1", 2, 2, 3, 3)), Ints("dilations", 2, 2), Ints("pads", 2, 2, 2, 2)), "dil")
 	h = name(b.Op("Relu", V(h)), "relu")
@@ -73,7 +73,7 @@ func tileString(tl *Tiling, i int) string {
 //	s2:                 [0,4)+1  [3,8)    [7,12)→[7,11)+0/1
 //	dil:                [0,6)+2  [1,10)   [5,13)→[5,11)+0/2
 func TestComputeTileSizeWindows(t *testing.T) {
-	_, seg := sftChain(t)
+	_, seg := sftChain(t, 13, 11)
 	if len(seg.Dims) != 2 || seg.Dims[0].In != 2 || seg.Dims[1].In != 3 {
 		t.Fatalf("segment dims %v, want height and width", seg.Dims)
 	}
@@ -106,36 +106,43 @@ func TestComputeTileSizeWindows(t *testing.T) {
 	}
 }
 
-// ChooseTiles adds one tile at a time along the widest dimension until
-// a tile's working set fits: counts that are not powers of two.
+// ChooseTiles adds one tile at a time along the dimension whose input
+// tiles are widest until the segment fits: counts that are not powers
+// of two. On the 13×11 chain, tiling does not pay: every tile and slice
+// bound takes at least the allocator's 256 bytes. On 131×111 it does.
 func TestChooseTiles(t *testing.T) {
-	_, seg := sftChain(t)
-	whole, err := ComputeTileSize(seg, tileDims(seg), []int{1, 1})
+	_, small := sftChain(t, 13, 11)
+	whole, err := ComputeTileSize(small, small.Dims, []int{1, 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Checkpoints: x (1144 B) and the 72-byte output. The largest op
-	// working set, untiled: dil's 1144 B of input and 12 of its 13 rows
-	// of output (1056 B): the pool reads 6 of s2's 7 rows, which read 12.
-	if got := whole.WorkingSet(); got != 1144+72+1144+1056 {
-		t.Fatalf("untiled working set %d, want %d", got, 1144+72+1144+1056)
+	// The input checkpoint (1144 B), the output's one tile and its merge
+	// (72 B each) and dil's working set: the input, and 12 of its 13 rows
+	// of output (1056 B; the pool reads 6 of s2's 7 rows, which read 12),
+	// each aligned to 256 bytes.
+	if got, want := whole.WorkingSet(), int64(1280+256+1280+1280); got != want {
+		t.Fatalf("untiled working set %d, want %d", got, want)
 	}
-	// 1100 bytes per tile beside the checkpoints: two tiles per
-	// dimension leave 1312, a third row of tiles 1040.
-	const ck, avail = 1144 + 72, 1100
-	tl, err := ChooseTiles(seg, ck+avail)
+	if two, _ := ComputeTileSize(small, small.Dims, []int{2, 2}); two.WorkingSet() <= whole.WorkingSet() {
+		t.Errorf("2×2 tiles of 13×11 need %d bytes, no more than untiled (%d)", two.WorkingSet(), whole.WorkingSet())
+	}
+
+	_, seg := sftChain(t, 131, 111)
+	const avail = 170000
+	tl, err := ChooseTiles(seg, avail)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(tl.Counts) != "[3 2]" || tl.WorkingSet() != ck+1040 {
-		t.Errorf("counts %v (working set %d), want [3 2] with %d", tl.Counts, tl.WorkingSet()-ck, 1040)
+	if fmt.Sprint(tl.Counts) != "[3 2]" || tl.WorkingSet() > avail {
+		t.Errorf("counts %v (working set %d), want [3 2] within %d", tl.Counts, tl.WorkingSet(), avail)
 	}
-	fewer, err := ComputeTileSize(seg, tl.Dims, []int{2, 2})
-	if err != nil || fewer.WorkingSet() != ck+1312 {
-		t.Errorf("2×2 tiles: %v, working set %d, want %d", err, fewer.WorkingSet()-ck, 1312)
+	// The step before, 2×2, does not fit.
+	if fewer, err := ComputeTileSize(seg, tl.Dims, []int{2, 2}); err != nil || fewer.WorkingSet() <= avail {
+		t.Errorf("2×2 tiles: %v, working set %d within %d", err, fewer.WorkingSet(), avail)
 	}
-	// Even 3×3 tiles (the output's positions) need 848 bytes.
-	if _, err := ChooseTiles(seg, ck+800); err == nil || !strings.Contains(err.Error(), "finest tiling") {
-		t.Errorf("800 bytes per tile: %v, want refused", err)
+	// No tiling fits 100000 bytes: the 116 KiB input checkpoint alone
+	// does not.
+	if _, err := ChooseTiles(seg, 100000); err == nil || !strings.Contains(err.Error(), "finest tiling") {
+		t.Errorf("100000 bytes: %v, want refused", err)
 	}
 }

@@ -1,0 +1,122 @@
+package passes
+
+import (
+	"testing"
+
+	"github.com/tsplit/tsplit/internal/plantest"
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+)
+
+// fuseAndCompare runs m, rewrites every segment FindSegments finds at
+// budget with ChooseTiles' tiling, runs it again and compares the
+// outputs; it returns the memory model's peak before and after.
+func fuseAndCompare(t *testing.T, m *ir.Model, budget int64, in map[string][]byte) (before, after int64, segs []*FTSegment) {
+	t.Helper()
+	want := plantest.RunUnplanned(t, m, in)
+	before = plantest.Peak(t, m)
+	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var weights int64
+	for _, v := range m.Graph.Values() {
+		if memory.Resident(v) {
+			weights += memory.Align(v.Bytes())
+		}
+	}
+	for _, seg := range segs {
+		tl, err := ChooseTiles(seg, budget-weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("segment [%s]: %v tiles, %d bytes per tile with its checkpoints", segNames(seg), tl.Counts, tl.WorkingSet())
+		if err := InsertFusedTiles(m, tl); err != nil {
+			t.Fatal(err)
+		}
+		if err := ir.Verify(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plantest.UniqueNames(t, m)
+	after = plantest.Peak(t, m)
+	// The capped CPU device of the budget's size runs the tiled model,
+	// every tensor at its offset of a static layout (as a planned model
+	// runs: the runtime's own best-fit placement fragments the pool).
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mem.MakeLayout()
+	if l.Pool > budget {
+		t.Fatalf("the layout needs a pool of %d bytes, the budget is %d", l.Pool, budget)
+	}
+	if m.Meta == nil {
+		m.Meta = map[string]string{}
+	}
+	m.Meta[memory.LayoutKey] = l.Encode()
+	got, _ := plantest.RunPlanned(t, m, budget, in)
+	if got.HighWater != after {
+		t.Errorf("measured high-water %d bytes, the memory model's peak %d", got.HighWater, after)
+	}
+	for _, v := range m.Graph.Outputs {
+		if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-5); err != nil {
+			t.Error(err)
+		}
+	}
+	return before, after, segs
+}
+
+// The VGG-like stack at a 64 KiB budget: its segment (conv1 … conv3)
+// runs as fused tiles on a capped device of the budget's size, the
+// result equals the untiled forward within 1e-5, and the memory model's
+// peak (activations and the convolutions' im2col scratch), which the
+// device measures, falls to within the budget.
+func TestFusedTilesVGG(t *testing.T) {
+	m := sftVGG(t)
+	in := map[string][]byte{"x": plantest.Ramp(3*32*32, 97)}
+	const budget = 64 << 10
+	before, after, segs := fuseAndCompare(t, m, budget, in)
+	t.Logf("peak %d -> %d bytes (budget %d)", before, after, budget)
+	if len(segs) != 1 {
+		t.Fatalf("%d segments, want 1", len(segs))
+	}
+	if before <= budget || after > budget {
+		t.Errorf("peak %d -> %d bytes, want above the %d-byte budget before and within it after", before, after, budget)
+	}
+	// No op of the rewritten model writes a 32 KiB activation.
+	for _, op := range m.Graph.Order() {
+		for _, v := range op.Outputs() {
+			if v != nil && v.Bytes() >= 32<<10 {
+				t.Errorf("%s writes %q of %d bytes", op.Describe(), v.Name, v.Bytes())
+			}
+		}
+	}
+}
+
+// The window chain (dilation, stride 2, odd sizes, a pool dropping the
+// last row): the tiled forward matches for every grid ChooseTiles may
+// pick, and for a hand-picked uneven one.
+func TestFusedTilesWindows(t *testing.T) {
+	for _, counts := range [][]int{{1, 3}, {2, 3}, {3, 2}, {3, 3}} {
+		m, seg := sftChain(t, 13, 11)
+		in := map[string][]byte{"x": plantest.Ramp(2*13*11, 31)}
+		want := plantest.RunUnplanned(t, m, in)
+		tl, err := ComputeTileSize(seg, seg.Dims, counts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := InsertFusedTiles(m, tl); err != nil {
+			t.Fatalf("%v: %v", counts, err)
+		}
+		if err := ir.Verify(m); err != nil {
+			t.Fatalf("%v: %v", counts, err)
+		}
+		got := plantest.RunUnplanned(t, m, in)
+		for _, v := range m.Graph.Outputs {
+			if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-6); err != nil {
+				t.Errorf("%v tiles: %v", counts, err)
+			}
+		}
+	}
+}

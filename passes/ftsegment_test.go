@@ -8,6 +8,7 @@ import (
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
 	. "github.com/tsplit/tsplit/ir/irtest"
+	"github.com/tsplit/tsplit/memory"
 )
 
 // sftVGG is a small VGG-like stack on a 1×3×32×32 image:
@@ -147,5 +148,72 @@ func TestFTSegmentsBranches(t *testing.T) {
 			t.Logf("segment [%s] in=%s out=%s dims=%d", segNames(s), valueNames(s.Inputs), valueNames(s.Outputs), len(s.Dims))
 		}
 		t.Fatal("want one segment [wide pool a b] from the stem's output to both branches, tiled along 2 dimensions")
+	}
+}
+
+// vgg16Body is torchvision's VGG-16 conv body and a global average pool
+// on one n×n image, the weights as parameter inputs (no data).
+func vgg16Body(t *testing.T, n int64) *ir.Model {
+	b := New(t)
+	h := b.Input("x", ir.Float, 1, 3, n, n)
+	cin := int64(3)
+	for i, c := range []int64{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0} {
+		if c == 0 {
+			h = b.Op("MaxPool", V(h), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2))
+			h.Def.Name = fmt.Sprintf("pool%d", i)
+			continue
+		}
+		w := b.Input(fmt.Sprintf("w%d", i), ir.Float, c, cin, 3, 3)
+		bias := b.Input(fmt.Sprintf("b%d", i), ir.Float, c)
+		w.Param, bias.Param = true, true
+		h = b.Op("Conv", V(h, w, bias), Ints("pads", 1, 1, 1, 1))
+		h.Def.Name = fmt.Sprintf("conv%d", i)
+		h = b.Op("Relu", V(h))
+		h.Def.Name = fmt.Sprintf("relu%d", i)
+		cin = c
+	}
+	h = b.Op("GlobalAveragePool", V(h))
+	h.Def.Name = "gap"
+	return b.Return(h)
+}
+
+// The partition of VGG-16's conv body at a 10 GiB budget (the issue's
+// gtx-1080ti setting), with the reference kernels' scratch. At 2048²
+// everything fits. At 8192² the first two blocks (a 16 GiB activation)
+// are one segment from the image to pool5 and the third block another,
+// up to pool9. At 20480² (a 100 GiB activation) one segment runs from
+// the image to the last pool, whose 0.8 GiB output fits, on 9×9 tiles.
+func TestFTSegmentsVGG16(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{2048, ""},
+		{8192, "[conv0 … pool5] 3×3; [conv7 … pool9] 2×2"},
+		{20480, "[conv0 … pool17] 9×9"},
+	} {
+		m := vgg16Body(t, c.n)
+		const budget = 10 << 30
+		segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: budget})
+		if err != nil {
+			t.Fatalf("%d²: %v", c.n, err)
+		}
+		var weights int64
+		for _, v := range m.Graph.Inputs {
+			if v.Param {
+				weights += memory.Align(v.Bytes())
+			}
+		}
+		var got []string
+		for _, s := range segs {
+			tl, err := ChooseTiles(s, budget-weights)
+			if err != nil {
+				t.Fatalf("%d²: %v", c.n, err)
+			}
+			got = append(got, fmt.Sprintf("[%s … %s] %d×%d", s.Ops[0].Name, s.Ops[len(s.Ops)-1].Name, tl.Counts[0], tl.Counts[1]))
+		}
+		if g := strings.Join(got, "; "); g != c.want {
+			t.Errorf("%d²: %q, want %q", c.n, g, c.want)
+		}
 	}
 }

@@ -253,24 +253,50 @@ func (tl *Tiling) WorkingSet() int64 {
 // avail bytes beside the weights: it tiles the segment's two largest
 // dimensions of its first input that have a window (the spatial ones,
 // else the largest two) and, starting from one tile each, adds one tile
-// (any count, not only powers of two) along the dimension whose input
-// tiles are widest until the working set fits. It fails when every
-// dimension is cut to single positions of an output and still does not
-// fit.
+// (any count, not only powers of two; an eighth more past 8) along
+// the dimension whose input tiles are widest until the working set
+// fits. It fails when the checkpoints alone do not fit, when every
+// dimension is cut to single positions of an output, or when 8 steps
+// in a row did not improve on the best tiling.
 func ChooseTiles(seg *FTSegment, avail int64) (*Tiling, error) {
 	dims := tileDims(seg)
 	counts := make([]int, len(dims))
 	for i := range counts {
 		counts[i] = 1
 	}
+	fail := func(ws int64, why string) error {
+		return fmt.Errorf("tilesize: the segment %s … %s needs %d bytes %s, %d are available",
+			seg.Ops[0].Describe(), seg.Ops[len(seg.Ops)-1].Describe(), ws, why, avail)
+	}
+	// The input checkpoints and the merged outputs are there whatever
+	// the tiling.
+	var fixed int64
+	for _, v := range seg.Inputs {
+		fixed += memory.Align(v.Bytes())
+	}
+	for _, v := range seg.Outputs {
+		fixed += memory.Align(v.Bytes())
+	}
+	if fixed > avail {
+		return nil, fail(fixed, "for its checkpoints")
+	}
 	x := seg.Inputs[0]
+	bestWS, worse := int64(-1), 0
 	for {
 		tl, err := ComputeTileSize(seg, dims, counts)
 		if err != nil {
 			return nil, err
 		}
-		if tl.WorkingSet() <= avail {
+		ws := tl.WorkingSet()
+		if ws <= avail {
 			return tl, nil
+		}
+		// Past some count, the aligned tiles and slice bounds grow
+		// faster than the op working set shrinks.
+		if bestWS < 0 || ws < bestWS {
+			bestWS, worse = ws, 0
+		} else if worse++; worse >= 8 {
+			return nil, fail(bestWS, "at its best tiling")
 		}
 		best, wide := -1, int64(0)
 		for i, fd := range dims {
@@ -288,10 +314,11 @@ func ChooseTiles(seg *FTSegment, avail int64) (*Tiling, error) {
 			}
 		}
 		if best < 0 {
-			return nil, fmt.Errorf("tilesize: the segment %s … %s needs %d bytes per tile at its finest tiling, %d are available",
-				seg.Ops[0].Describe(), seg.Ops[len(seg.Ops)-1].Describe(), tl.WorkingSet(), avail)
+			return nil, fail(bestWS, "at its best tiling")
 		}
-		counts[best]++
+		// One more tile, or an eighth more for large counts, so a
+		// segment needing hundreds of tiles is tiled in tens of steps.
+		counts[best] += max(1, counts[best]/8)
 	}
 }
 

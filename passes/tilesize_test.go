@@ -142,7 +142,7 @@ func TestChooseTiles(t *testing.T) {
 	}
 	// No tiling fits 100000 bytes: the 116 KiB input checkpoint alone
 	// does not.
-	if _, err := ChooseTiles(seg, 100000); err == nil || !strings.Contains(err.Error(), "finest tiling") {
+	if _, err := ChooseTiles(seg, 100000); err == nil || !strings.Contains(err.Error(), "for its checkpoints") {
 		t.Errorf("100000 bytes: %v, want refused", err)
 	}
 }

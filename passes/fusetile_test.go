@@ -1,8 +1,11 @@
 package passes
 
 import (
+	"path/filepath"
 	"testing"
 
+	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -11,9 +14,10 @@ import (
 // fuseAndCompare runs m, rewrites every segment FindSegments finds at
 // budget with ChooseTiles' tiling, runs it again and compares the
 // outputs; it returns the memory model's peak before and after.
-func fuseAndCompare(t *testing.T, m *ir.Model, budget int64, in map[string][]byte) (before, after int64, segs []*FTSegment) {
+func fuseAndCompare(t *testing.T, m *ir.Model, budget int64, in map[string][]byte) (before, after int64, segs []*FTSegment, want map[string][]byte) {
 	t.Helper()
-	want := plantest.RunUnplanned(t, m, in)
+	whole := plantest.RunUnplanned(t, m, in)
+	want = whole.Outputs
 	before = plantest.Peak(t, m)
 	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: budget})
 	if err != nil {
@@ -60,11 +64,11 @@ func fuseAndCompare(t *testing.T, m *ir.Model, budget int64, in map[string][]byt
 		t.Errorf("measured high-water %d bytes, the memory model's peak %d", got.HighWater, after)
 	}
 	for _, v := range m.Graph.Outputs {
-		if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-5); err != nil {
+		if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want[v.Name], 1e-5); err != nil {
 			t.Error(err)
 		}
 	}
-	return before, after, segs
+	return before, after, segs, want
 }
 
 // The VGG-like stack at a 64 KiB budget: its segment (conv1 … conv3)
@@ -76,7 +80,7 @@ func TestFusedTilesVGG(t *testing.T) {
 	m := sftVGG(t)
 	in := map[string][]byte{"x": plantest.Ramp(3*32*32, 97)}
 	const budget = 64 << 10
-	before, after, segs := fuseAndCompare(t, m, budget, in)
+	before, after, segs, _ := fuseAndCompare(t, m, budget, in)
 	t.Logf("peak %d -> %d bytes (budget %d)", before, after, budget)
 	if len(segs) != 1 {
 		t.Fatalf("%d segments, want 1", len(segs))
@@ -117,6 +121,33 @@ func TestFusedTilesWindows(t *testing.T) {
 			if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-6); err != nil {
 				t.Errorf("%v tiles: %v", counts, err)
 			}
+		}
+	}
+}
+
+// ONNX Runtime runs the fused-tiled VGG-like stack (Slice, the tiles'
+// Conv, Relu and MaxPool with explicit pads, Concat: standard ops) and
+// gets the untiled result.
+func TestFusedTilesORT(t *testing.T) {
+	if !oracle.ORTAvailable() {
+		t.Skip("ONNX Runtime is not installed (make deps)")
+	}
+	m := sftVGG(t)
+	in := map[string][]byte{"x": plantest.Ramp(3*32*32, 97)}
+	_, _, _, want := fuseAndCompare(t, m, 64<<10, in)
+	path := filepath.Join(t.TempDir(), "tiled.onnx")
+	if err := backend.WriteFile(m, path); err != nil {
+		t.Fatal(err)
+	}
+	x := m.Graph.Inputs[0]
+	ort := oracle.ORTRun(t, path, map[string]*oracle.Tensor{"x": {Type: "float32", Dims: x.Shape.Clone(), Data: in["x"]}}, true)
+	for name, w := range want {
+		got := ort[name]
+		if got == nil {
+			t.Fatalf("ONNX Runtime gave no output %q", name)
+		}
+		if err := plantest.SameOutput(m.Graph, name, got.Data, w, 1e-5); err != nil {
+			t.Errorf("ONNX Runtime: %v", err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/kernels"
@@ -213,7 +214,7 @@ func tileable(g *ir.Graph, ft *FTResult, ops []*ir.Op, must []bool, fits func(*i
 // newSegment fills a segment's checkpoints and tiled dimensions and
 // checks its checkpoints fit.
 func newSegment(g *ir.Graph, ft *FTResult, ops []*ir.Op, must []bool, fits func(*ir.Value) bool) (*FTSegment, error) {
-	seg := &FTSegment{Ops: ops}
+	seg := &FTSegment{Ops: slices.Clone(ops)} // not the caller's slice, which may be the graph's order
 	in := map[*ir.Op]bool{}
 	for k, op := range ops {
 		in[op] = true

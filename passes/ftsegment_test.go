@@ -129,15 +129,8 @@ func TestFTSegmentsVGG(t *testing.T) {
 // post-dominator, the Add: both branches run on tiles and the Add reads
 // their outputs as checkpoints.
 func TestFTSegmentsBranches(t *testing.T) {
-	b := New(t)
-	x := b.Input("x", ir.Float, 1, 4, 16, 16) // 4 KiB
-	name := func(v *ir.Value, n string) *ir.Value { v.Def.Name = n; return v }
-	stem := name(b.Op("Conv", V(x, plantest.Weight(b, "w0", 8, 4, 1, 1))), "stem")                               // 8 KiB
-	wide := name(b.Op("Conv", V(stem, plantest.Weight(b, "w1", 16, 8, 3, 3)), Ints("pads", 1, 1, 1, 1)), "wide") // 16 KiB
-	pool := name(b.Op("MaxPool", V(wide), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2)), "pool")            // 4 KiB
-	a := name(b.Op("Relu", V(pool)), "a")
-	c := name(b.Op("Sigmoid", V(pool)), "b")
-	m := b.Return(name(b.Op("Add", V(a, c)), "add"))
+	m := sftBranches(t)
+	stem, a, c := m.Graph.Lookup("stem_out"), m.Graph.Lookup("a_out"), m.Graph.Lookup("b_out")
 	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 32 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +142,26 @@ func TestFTSegmentsBranches(t *testing.T) {
 		}
 		t.Fatal("want one segment [wide pool a b] from the stem's output to both branches, tiled along 2 dimensions")
 	}
+}
+
+// sftBranches: a stem, a 3×3 convolution, a pool, two branches from the
+// pool and their sum, on a 1×4×16×16 input; op X's output is "X_out".
+func sftBranches(t *testing.T) *ir.Model {
+	b := New(t)
+	x := b.Input("x", ir.Float, 1, 4, 16, 16) // 4 KiB
+	name := func(v *ir.Value, n string) *ir.Value {
+		v.Def.Name = n
+		if err := v.Graph().Rename(v, n+"_out"); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	stem := name(b.Op("Conv", V(x, plantest.Weight(b, "w0", 8, 4, 1, 1))), "stem")                               // 8 KiB
+	wide := name(b.Op("Conv", V(stem, plantest.Weight(b, "w1", 16, 8, 3, 3)), Ints("pads", 1, 1, 1, 1)), "wide") // 16 KiB
+	pool := name(b.Op("MaxPool", V(wide), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2)), "pool")            // 4 KiB
+	a := name(b.Op("Relu", V(pool)), "a")
+	c := name(b.Op("Sigmoid", V(pool)), "b")
+	return b.Return(name(b.Op("Add", V(a, c)), "add"))
 }
 
 // vgg16Body is torchvision's VGG-16 conv body and a global average pool

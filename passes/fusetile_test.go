@@ -151,3 +151,41 @@ func TestFusedTilesORT(t *testing.T) {
 		}
 	}
 }
+
+// Branches: the segment [wide pool a b] forks at the pool and has two
+// outputs, each merged from its tiles; with the Add taken in too (by
+// hand) an op reads two tiles of the segment. Both match the untiled
+// forward.
+func TestFusedTilesBranches(t *testing.T) {
+	in := map[string][]byte{"x": plantest.Ramp(4*16*16, 53)}
+	const budget = 32 << 10
+	m := sftBranches(t)
+	before, after, segs, _ := fuseAndCompare(t, m, budget, in)
+	if len(segs) != 1 || len(segs[0].Outputs) != 2 || after >= before {
+		t.Errorf("%d segments, peak %d -> %d", len(segs), before, after)
+	}
+
+	m = sftBranches(t)
+	want := plantest.RunUnplanned(t, m, in)
+	ops := m.Graph.Order()[1:] // wide … add
+	seg, err := newSegment(m.Graph, AnalyzeFT(m), ops, make([]bool, len(ops)), func(*ir.Value) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := ComputeTileSize(seg, seg.Dims[len(seg.Dims)-2:], []int{3, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := InsertFusedTiles(m, tl); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	got := plantest.RunUnplanned(t, m, in)
+	for _, v := range m.Graph.Outputs {
+		if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-6); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/backend"
+	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
@@ -188,4 +189,48 @@ func TestFusedTilesBranches(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// The training step built from the fused-tiled forward (MSE loss, SGD):
+// autodiff through the tiles' Slices (whose gradients add the tiles'
+// input-region gradients into the whole, the overlap-add on the halos),
+// the per-tile ops (whose weight gradients add over the tiles) and the
+// Concats gives the loss and updated weights of the untiled step. The
+// peak is not reduced yet: every tile's activations wait for the
+// backward pass (docs/sft.md, the per-tile backward).
+func TestFusedTilesTrainingStep(t *testing.T) {
+	train := func(m *ir.Model) *ir.Model {
+		m.Meta = map[string]string{}
+		if _, err := compiler.BuildTrainingStep(m, compiler.TrainOptions{Optimizer: "sgd", Loss: "mse"}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	base := train(sftVGG(t))
+	in := plantest.Inputs(t, base)
+	want := plantest.RunUnplanned(t, base, in)
+
+	m := sftVGG(t)
+	segs, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 64 << 10})
+	if err != nil || len(segs) != 1 {
+		t.Fatalf("%d segments, %v", len(segs), err)
+	}
+	tl, err := ChooseTiles(segs[0], 64<<10-8704)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := InsertFusedTiles(m, tl); err != nil {
+		t.Fatal(err)
+	}
+	m = train(m)
+	got := plantest.RunUnplanned(t, m, in)
+	if len(base.Graph.Outputs) != 7 { // the loss and six updated weights
+		t.Fatalf("%d outputs", len(base.Graph.Outputs))
+	}
+	for _, v := range base.Graph.Outputs {
+		if err := plantest.SameOutput(base.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-5); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("training step peak: untiled %d bytes, fused-tiled forward %d bytes", plantest.Peak(t, base), plantest.Peak(t, m))
 }

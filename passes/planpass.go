@@ -282,6 +282,15 @@ func PlanRounds(s *State, pol Policy) error {
 		if len(plan.Decisions) == 0 && len(plan.Splits) == 0 {
 			return fmt.Errorf("round %d found nothing to evict at a peak of %d bytes (target %d)", round+1, mem.Peak, target)
 		}
+		if !s.NoBound {
+			// The bound is the input graph's: compute it before the
+			// first rewrite, which changes the values the base memory
+			// model indexes (a plan that first fitted the budget and
+			// then lowered its target for fragmentation reached here
+			// without it, and computing it after the rewrite indexed
+			// past the model; found by FuzzPlan).
+			baseBound()
+		}
 		if err := s.within(fmt.Sprintf("round-%d", round+1), func() error { return s.run(Insert) }); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@
 #   make test-long     the long tier: checks that take minutes each (TSPLIT_LONG)
 #   make bench         benchmarks (go test -bench)
 #   make budget-sweep  predicted overhead vs budget of every policy (docs/benchmarks/budget_sweep*; -small: CI size)
+#   make bench-measured  every policy's plan run on the CPU device with an emulated link: measured vs predicted step
 #   make fuzz          fuzz the ONNX decoder, the runtime, the planner and the native plan loader (FUZZTIME=60s each by default)
 #   make lint          go vet + gofmt check
 #   make proto         regenerate onnxpb/onnx.pb.go and backend/native/planpb/plan.pb.go from their .proto
@@ -88,6 +89,14 @@ budget-sweep: build
 	./bin/tsplitc bench --budget-sweep -j 2 -o docs/benchmarks
 budget-sweep-small: build
 	./bin/tsplitc bench --budget-sweep --small -j 2 -o docs/benchmarks
+
+# Measured vs predicted step time (issue 13): the torchvision ResNet-18
+# and MobileNetV2 exports and the CI-sized transformer, profiled on the
+# CPU device with titan-rtx's link emulated, every policy's plan at 70 %
+# and 50 % of the unplanned peak run in turn; docs/benchmarks/measured*.
+.PHONY: bench-measured
+bench-measured: build torch-models
+	./bin/tsplitc bench --measured -o docs/benchmarks
 
 lint:
 	$(GO) vet ./...

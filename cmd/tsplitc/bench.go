@@ -26,6 +26,9 @@ func newBenchCmd() *cobra.Command {
 		out        string
 		quiet      bool
 		budgets    bool
+		measured   bool
+		mcfg       bench.MeasuredConfig
+		mbudgets   string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-o DIR]",
@@ -39,6 +42,12 @@ func newBenchCmd() *cobra.Command {
 			"With --budget-sweep it does none of that and instead plans each model at Table IV's base batch with every policy at\n" +
 			"budgets from 100% of the unplanned peak down in 5% steps to the smallest one any policy fits (predicted overhead vs\n" +
 			"budget); -o DIR writes budget_sweep.md, .csv and one plot per model (budget_sweep_small* with --small).\n\n" +
+			"With --measured it runs plans instead of only predicting them: each model (MODEL:BATCH, an .onnx file or a\n" +
+			"benchmark model at its CI size; default " + strings.Join(bench.DefaultMeasuredModels, ", ") + ") is profiled on\n" +
+			"the CPU device with --emulate's link (tsplitc profile), planned by every policy at every --budgets percent of its\n" +
+			"unplanned peak, and the unplanned step and every plan run in turn, --rounds times: measured vs predicted step time,\n" +
+			"their ratio and the measured throughput relative to the unplanned step; -o DIR writes measured.md, .csv, a plot\n" +
+			"and the profile of each model (docs/measured.md). Timings are the machine's, as loaded as it was.\n\n" +
 			"Models: " + strings.Join(bench.DefaultModels(), ", ") + " (the default), or any zoo family.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,6 +80,17 @@ func newBenchCmd() *cobra.Command {
 			w := cmd.OutOrStdout()
 			if budgets {
 				return benchBudgets(cmd, cfg, out)
+			}
+			if measured {
+				mcfg.Models, mcfg.Policies, mcfg.Command, mcfg.Progress = cfg.Models, cfg.Policies, cfg.Command, cfg.Progress
+				for _, s := range splitList(mbudgets) {
+					x, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+					if err != nil || x <= 0 || x > 100 {
+						return usageError{fmt.Errorf("--budgets %q: want percentages in (0, 100] such as 70,50", mbudgets)}
+					}
+					mcfg.Budgets = append(mcfg.Budgets, x)
+				}
+				return benchMeasured(cmd, mcfg, out)
 			}
 			res, err := bench.Run(cfg)
 			if err != nil {
@@ -105,6 +125,12 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&cfg.Optimizer, "optimizer", "sgd", "optimizer of the training step: sgd, momentum, adam")
 	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
 	fl.BoolVar(&budgets, "budget-sweep", false, "instead of the tables: every policy's predicted overhead vs budget at Table IV's base batch")
+	fl.BoolVar(&measured, "measured", false, "instead of the tables: run every policy's plan on the CPU device with an emulated link, measured vs predicted step")
+	fl.StringVar(&mbudgets, "budgets", "70,50", "with --measured: budgets in percent of the unplanned peak")
+	fl.StringVar(&mcfg.Emulate, "emulate", "titan-rtx", "with --measured: the GPU whose host link the CPU device emulates")
+	fl.IntVar(&mcfg.Rounds, "rounds", 3, "with --measured: rounds in which every plan runs in turn")
+	fl.IntVar(&mcfg.Iters, "iters", 2, "with --measured: timed steps per plan and round (after one warm-up step)")
+	fl.IntVar(&mcfg.ProfileRuns, "profile-runs", 5, "with --measured: timed steps of each model's profile")
 	return cmd
 }
 
@@ -129,6 +155,36 @@ func benchBudgets(cmd *cobra.Command, cfg bench.Config, out string) error {
 		fmt.Fprintf(w, "budget sweeps in %v on %d workers; wrote %d files into %s\n", res.Elapsed.Round(time.Millisecond), res.Config.Jobs, len(files), out)
 	}
 	bench.BudgetSummary(w, res)
+	return nil
+}
+
+// benchMeasured is `tsplitc bench --measured`.
+func benchMeasured(cmd *cobra.Command, cfg bench.MeasuredConfig, out string) error {
+	if cfg.Rounds <= 0 || cfg.Iters <= 0 || cfg.ProfileRuns <= 0 {
+		return usageError{fmt.Errorf("--rounds, --iters and --profile-runs must be positive")}
+	}
+	if _, err := cfg.Resolve(); err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := bench.RunMeasured(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if out == "" {
+		fmt.Fprintf(w, "measured in %v (no files written: -o DIR writes them)\n", res.Elapsed.Round(time.Second))
+	} else {
+		files, err := bench.WriteMeasured(out, res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "measured in %v; wrote %d files into %s\n", res.Elapsed.Round(time.Second), len(files), out)
+	}
+	bench.MeasuredSummary(w, res)
 	return nil
 }
 

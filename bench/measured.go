@@ -17,6 +17,8 @@ import (
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/measure"
+	"github.com/tsplit/tsplit/memory"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/policy"
 	"github.com/tsplit/tsplit/profile"
 )
@@ -42,11 +44,12 @@ type MeasuredConfig struct {
 	// (0: 5).
 	Emulate     string
 	ProfileRuns int
-	// Rounds and Iters: every plan of a model (and the unplanned step)
-	// runs Iters timed steps after one warm-up step, in turn, Rounds
-	// times (0: 3 and 2), so that a change of the machine's load falls on
-	// every plan alike.
-	Rounds, Iters int
+	// Rounds: every plan of a model runs one timed step in turn, each
+	// right after a step of the unplanned step, Rounds times (0: 4), so
+	// that a change of the machine's load falls on every plan alike and
+	// each plan's step can be compared with an unplanned step run under
+	// the same load.
+	Rounds int
 	Seed          uint64
 	// Progress, when set, receives a line per step of the work.
 	Progress io.Writer
@@ -63,17 +66,22 @@ type MeasuredCase struct {
 	Policy  string
 	// Err says why the policy could not plan the step ("" when it did).
 	Err string
-	// Predicted is the plan's simulated step (s); Peak the planned
-	// peak and MeasuredPeak the most the runs held (bytes).
+	// Predicted is the plan's simulated step (s), on the profile it was
+	// planned with; Repredicted the same plan simulated on the profile
+	// re-measured over the whole benchmark (MeasuredModel.Window).
 	Predicted    float64
+	Repredicted  float64
+	// Peak is the planned peak and MeasuredPeak the most the runs held
+	// (bytes).
 	Peak         int64
 	MeasuredPeak int64
 	Swapped      int
 	Recomputed   int
 	Split        int
 	// Steps and Stalls are the measured step and compute stall (s) of
-	// every timed iteration, in run order.
-	Steps, Stalls []float64
+	// every timed step, in run order; Paired the measured step over the
+	// unplanned step run just before it (not for the unplanned step).
+	Steps, Stalls, Paired []float64
 }
 
 // OK reports whether the policy planned the step.
@@ -87,16 +95,27 @@ func (c *MeasuredCase) Spread() (lo, hi float64) {
 	return quantile(c.Steps, 0.25), quantile(c.Steps, 0.75)
 }
 
+// Relative is the median of the steps over the unplanned steps run
+// just before them: the measured time relative to the unplanned step,
+// under the load both met.
+func (c *MeasuredCase) Relative() float64 { return quantile(c.Paired, 0.5) }
+
 // Stall is the median measured compute stall.
 func (c *MeasuredCase) Stall() float64 { return quantile(c.Stalls, 0.5) }
 
-// Error is (predicted − measured) / measured.
-func (c *MeasuredCase) Error() float64 {
-	m := c.Measured()
-	if m <= 0 {
+// Error is (predicted − measured) / measured, for the prediction made
+// when planning.
+func (c *MeasuredCase) Error() float64 { return relErr(c.Predicted, c.Measured()) }
+
+// WindowError is Error for the plan simulated on the profile of the
+// whole benchmark.
+func (c *MeasuredCase) WindowError() float64 { return relErr(c.Repredicted, c.Measured()) }
+
+func relErr(pred, meas float64) float64 {
+	if meas <= 0 {
 		return 0
 	}
-	return (c.Predicted - m) / m
+	return (pred - meas) / meas
 }
 
 // MeasuredModel is one model's measured benchmark.
@@ -104,8 +123,13 @@ type MeasuredModel struct {
 	Name  string
 	Batch int64
 	// Profile is the profile measured on the model's step (an emulated
-	// link); Ops the step's op count.
+	// link) before planning, which the policies planned with; Window
+	// the profile re-measured from the unplanned step's runs between
+	// the plans' runs, over the whole benchmark of the model, on the
+	// same link: the machine's load as the plans met it. Ops is the
+	// step's op count.
 	Profile *profile.Profile
+	Window  *profile.Profile
 	Ops     int
 	// Base is the unplanned step (Predicted: its simulated time).
 	Base  *MeasuredCase
@@ -160,12 +184,9 @@ func (c MeasuredConfig) Resolve() (MeasuredConfig, error) {
 		c.ProfileRuns = 5
 	}
 	if c.Rounds == 0 {
-		c.Rounds = 3
+		c.Rounds = 4
 	}
-	if c.Iters == 0 {
-		c.Iters = 2
-	}
-	if c.ProfileRuns < 0 || c.Rounds < 0 || c.Iters < 0 {
+	if c.ProfileRuns < 0 || c.Rounds < 0 {
 		return c, fmt.Errorf("bench: profile runs, rounds and iterations must be positive")
 	}
 	for _, spec := range c.Models {
@@ -220,15 +241,21 @@ type runner struct {
 	c     *MeasuredCase
 	model *ir.Model
 	link  executor.Link
+	x     *executor.Executor
+	// rec, when set, records the timed steps and a pacing probe's
+	// overheads during them (the unplanned step).
+	rec *measure.Recorder
 }
 
 // RunMeasured measures every model: it profiles the model's unplanned
 // training step on the CPU device with the emulated link
 // (measure.Run, measure.Build), plans the step with every policy at
-// every budget on that profile, then runs the unplanned step and every
-// plan that fits, in turn, Rounds times, recording the measured step,
-// stall and peak next to the plan's prediction. Plans are deterministic;
-// the measurements are not: they are the machine's, loaded as it was.
+// every budget on that profile, then runs every plan that fits, in
+// turn, each right after the unplanned step, Rounds times, recording
+// the measured step, stall and peak next to the plan's prediction, and
+// re-measures the profile from the unplanned step's runs (Window).
+// Plans are deterministic; the measurements are not: they are the
+// machine's, loaded as it was.
 func RunMeasured(ctx context.Context, cfg MeasuredConfig) (*MeasuredResults, error) {
 	start := time.Now()
 	cfg, err := cfg.Resolve()
@@ -268,7 +295,9 @@ func RunMeasured(ctx context.Context, cfg MeasuredConfig) (*MeasuredResults, err
 			return nil, fmt.Errorf("bench: %s: the unplanned step: %w", spec, err)
 		}
 		mm.Base = &MeasuredCase{Policy: "unplanned", Predicted: base.BaseStep, Peak: base.BasePeak}
-		runners := []*runner{{c: mm.Base, model: step}}
+		window := measure.NewRecorder(step)
+		window.H2D, window.D2H = meas.H2D, meas.D2H
+		runners := []*runner{{c: mm.Base, model: step, rec: window}}
 		link := executor.Link{H2D: mm.Profile.Emulation.H2D, D2H: mm.Profile.Emulation.D2H,
 			Latency: time.Duration(mm.Profile.Emulation.Latency * float64(time.Second))}
 		for _, pct := range cfg.Budgets {
@@ -293,16 +322,40 @@ func RunMeasured(ctx context.Context, cfg MeasuredConfig) (*MeasuredResults, err
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", spec, err)
 		}
+		for _, rn := range runners {
+			if err := rn.prepare(ctx, inputs); err != nil {
+				return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
+			}
+		}
+		plans := runners[1:]
 		for round := range cfg.Rounds {
-			// Each round starts at another runner, so that no plan
-			// always runs first or last in a round.
-			for k := range runners {
-				rn := runners[(k+round)%len(runners)]
-				if err := rn.run(ctx, inputs, cfg.Iters); err != nil {
+			// Each round starts at another plan, so that no plan always
+			// runs first or last in a round.
+			for k := range plans {
+				rn := plans[(k+round)%len(plans)]
+				before, err := runners[0].step(ctx, inputs)
+				if err == nil {
+					var after float64
+					if after, err = rn.step(ctx, inputs); err == nil {
+						rn.c.Paired = append(rn.c.Paired, after/before)
+					}
+				}
+				if err != nil {
 					return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
 				}
 			}
 			logf("%s round %d of %d run", mm.Name, round+1, cfg.Rounds)
+		}
+		for _, rn := range runners {
+			rn.x = nil // its pool
+		}
+		if mm.Window, err = measure.Build(window.Measurements(), measure.BuildOptions{Base: mm.Profile, Link: mm.Profile.Emulation}); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", spec, err)
+		}
+		for _, rn := range runners {
+			if rn.c.Repredicted, err = simulate(rn.model, mm.Window); err != nil {
+				return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
+			}
 		}
 		r.Models = append(r.Models, mm)
 	}
@@ -311,11 +364,10 @@ func RunMeasured(ctx context.Context, cfg MeasuredConfig) (*MeasuredResults, err
 	return r, nil
 }
 
-// run places the step on a fresh CPU device (its pool: the plan's
-// layout, or what the unplanned step needs), runs one warm-up step and
-// iters timed ones, and records them. The device is dropped after: only
-// one pool is held at a time.
-func (rn *runner) run(ctx context.Context, inputs map[string][]byte, iters int) error {
+// prepare places the step on a CPU device of its own (its pool: the
+// plan's layout, or what the unplanned step needs) and runs one
+// untimed step, which touches the pool's pages and uploads the weights.
+func (rn *runner) prepare(ctx context.Context, inputs map[string][]byte) error {
 	xopts, pool, err := executor.PlannedOptions(rn.model)
 	if err != nil {
 		return err
@@ -325,24 +377,49 @@ func (rn *runner) run(ctx context.Context, inputs map[string][]byte, iters int) 
 	if err != nil {
 		return err
 	}
-	x, err := executor.New(rn.model, dev, xopts)
-	if err != nil {
+	if rn.x, err = executor.New(rn.model, dev, xopts); err != nil {
 		return err
 	}
-	for it := range iters + 1 {
-		res, err := x.RunContext(ctx, inputs)
-		if err != nil {
-			return err
+	_, err = rn.x.RunContext(ctx, inputs)
+	return err
+}
+
+// step runs one timed step and records it; it returns the step time.
+// The unplanned step's runner records its steps (and a pacing probe's
+// overheads during them) for the re-measured profile.
+func (rn *runner) step(ctx context.Context, inputs map[string][]byte) (float64, error) {
+	var probe *measure.Probe
+	if rn.rec != nil {
+		var err error
+		if probe, err = measure.StartProbe(); err != nil {
+			return 0, err
 		}
-		if it == 0 {
-			continue
-		}
-		s := executor.Summarize(res.Timeline)
-		rn.c.Steps = append(rn.c.Steps, s.Step.Seconds())
-		rn.c.Stalls = append(rn.c.Stalls, s.Compute.Stall.Seconds())
-		rn.c.MeasuredPeak = max(rn.c.MeasuredPeak, res.HighWater)
 	}
-	return nil
+	res, err := rn.x.RunContext(ctx, inputs)
+	if probe != nil {
+		rn.rec.AddOverheads(probe.Stop())
+	}
+	if err != nil {
+		return 0, err
+	}
+	if rn.rec != nil {
+		rn.rec.Add(res.Timeline)
+	}
+	s := executor.Summarize(res.Timeline)
+	rn.c.Steps = append(rn.c.Steps, s.Step.Seconds())
+	rn.c.Stalls = append(rn.c.Stalls, s.Compute.Stall.Seconds())
+	rn.c.MeasuredPeak = max(rn.c.MeasuredPeak, res.HighWater)
+	return s.Step.Seconds(), nil
+}
+
+// simulate is a step's simulated time on a profile, as planning
+// predicts it (passes.Simulate over the step's memory model).
+func simulate(m *ir.Model, p *profile.Profile) (float64, error) {
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return passes.Simulate(m.Graph, mem, p).StepTime, nil
 }
 
 // measuredName is a model's name in tables: a file's base name without

@@ -14,7 +14,7 @@ import (
 // written. Timings are not checked: they are the machine's.
 func TestMeasuredBenchmark(t *testing.T) {
 	cfg := MeasuredConfig{Models: []string{"transformer:2"}, Policies: []string{"base", "tsplit"}, Budgets: []int{70},
-		ProfileRuns: 1, Rounds: 1, Iters: 1, Command: "test"}
+		ProfileRuns: 1, Rounds: 1, Command: "test"}
 	r, err := RunMeasured(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -23,15 +23,20 @@ func TestMeasuredBenchmark(t *testing.T) {
 	if m.Profile.Emulation == nil || m.Base.MeasuredPeak != m.Base.Peak || len(m.Base.Steps) != 1 {
 		t.Fatalf("unplanned: %+v", m.Base)
 	}
+	// The profile re-measured over the runs keeps the link the plans
+	// ran on.
+	if w := m.Window; w == nil || w.Emulation == nil || w.H2D != m.Profile.H2D || w.Measured.Runs != 1 || m.Base.Repredicted <= 0 {
+		t.Errorf("re-measured profile %+v, unplanned re-predicted %v", w, m.Base.Repredicted)
+	}
 	if c := m.Case(70, "base"); c == nil || c.OK() {
 		t.Errorf("base fits 70 %% of the unplanned peak: %+v", c)
 	}
 	c := m.Case(70, "tsplit")
-	if c == nil || !c.OK() || len(c.Steps) != 1 {
+	if c == nil || !c.OK() || len(c.Steps) != 1 || len(c.Paired) != 1 {
 		t.Fatalf("tsplit at 70 %%: %+v", c)
 	}
-	if c.MeasuredPeak != c.Peak || c.Peak > c.Budget {
-		t.Errorf("tsplit at 70 %%: measured peak %d, planned %d, budget %d", c.MeasuredPeak, c.Peak, c.Budget)
+	if c.Repredicted <= 0 || c.MeasuredPeak != c.Peak || c.Peak > c.Budget {
+		t.Errorf("tsplit at 70 %%: re-predicted %v, measured peak %d, planned %d, budget %d", c.Repredicted, c.MeasuredPeak, c.Peak, c.Budget)
 	}
 	dir := t.TempDir()
 	files, err := WriteMeasured(dir, r)

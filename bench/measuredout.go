@@ -84,14 +84,40 @@ type Accuracy struct {
 	Median, Worst float64
 }
 
-// TsplitAccuracy is the prediction error of the tsplit policy's plans
-// over every model and budget (issue 13's first must-show).
-func (r *MeasuredResults) TsplitAccuracy() Accuracy {
+// Prediction errors a case is judged by.
+const (
+	// ErrPlanned: the plan's own prediction (the profile measured before
+	// planning) against the median measured step.
+	ErrPlanned = iota
+	// ErrWindow: the plan simulated on the profile re-measured over the
+	// benchmark against the median measured step.
+	ErrWindow
+	// ErrRelative: the predicted step over the predicted unplanned step
+	// against the median of the measured steps over the unplanned steps
+	// run just before them (the least sensitive to the machine's load).
+	ErrRelative
+)
+
+// CaseError is a case's prediction error of a kind.
+func (m *MeasuredModel) CaseError(c *MeasuredCase, kind int) float64 {
+	switch kind {
+	case ErrPlanned:
+		return c.Error()
+	case ErrWindow:
+		return c.WindowError()
+	}
+	return relErr(c.Predicted/m.Base.Predicted, c.Relative())
+}
+
+// TsplitAccuracy is the prediction error of a kind of the tsplit
+// policy's plans over every model and budget (issue 13's first
+// must-show).
+func (r *MeasuredResults) TsplitAccuracy(kind int) Accuracy {
 	var errs []float64
 	for _, m := range r.Models {
 		for _, c := range m.Cases {
 			if c.Policy == "tsplit" && c.OK() && len(c.Steps) > 0 {
-				errs = append(errs, math.Abs(c.Error()))
+				errs = append(errs, math.Abs(m.CaseError(c, kind)))
 			}
 		}
 	}
@@ -105,13 +131,16 @@ func (r *MeasuredResults) TsplitAccuracy() Accuracy {
 // their predicted order.
 type Discord struct {
 	Faster, Slower string // by prediction
-	// WithinNoise: the measured interquartile ranges of the two overlap.
+	// WithinNoise: the interquartile ranges of their measured steps
+	// over the unplanned steps overlap.
 	WithinNoise bool
 }
 
 // Ranking compares, at one budget of one model, the policies that fit
-// ordered by predicted step with their order by measured step: the
-// pairs in another order (issue 13's second must-show).
+// ordered by predicted step with their order by measured step relative
+// to the unplanned step run just before (Relative, the least sensitive
+// to the machine's load): the pairs in another order (issue 13's
+// second must-show).
 func (m *MeasuredModel) Ranking(percent int) (predicted []string, discords []Discord) {
 	var cs []*MeasuredCase
 	for _, c := range m.Cases {
@@ -131,11 +160,11 @@ func (m *MeasuredModel) Ranking(percent int) (predicted []string, discords []Dis
 	for i, a := range cs {
 		predicted = append(predicted, a.Policy)
 		for _, b := range cs[i+1:] {
-			if a.Predicted == b.Predicted || a.Measured() <= b.Measured() {
+			if a.Predicted == b.Predicted || a.Relative() <= b.Relative() {
 				continue // predicted equal, or measured in the predicted order
 			}
-			alo, ahi := a.Spread()
-			blo, bhi := b.Spread()
+			alo, ahi := quantile(a.Paired, 0.25), quantile(a.Paired, 0.75)
+			blo, bhi := quantile(b.Paired, 0.25), quantile(b.Paired, 0.75)
 			discords = append(discords, Discord{Faster: a.Policy, Slower: b.Policy, WithinNoise: alo <= bhi && blo <= ahi})
 		}
 	}
@@ -146,49 +175,61 @@ func measuredMD(r *MeasuredResults) string {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "# Measured vs predicted step time\n\n")
-	fmt.Fprintf(&b, "`%s`, %d rounds of %d timed steps per plan after a warm-up step, on the CPU device with %s's link emulated "+
-		"(docs/measured.md). Every model is profiled first (`tsplitc profile MODEL --emulate %s`, %d timed steps); each policy "+
-		"plans its step on that profile at %s of the unplanned peak; the unplanned step and every plan then run in turn, round "+
-		"after round. Measured: the median step (first op start to last op end) over every timed step, with the interquartile "+
-		"range; error: (predicted − measured) / measured. Machine load average (1, 5, 15 min): %s before, %s after; %v in all.\n\n",
-		c.Command, c.Rounds, c.Iters, c.Emulate, c.Emulate, c.ProfileRuns, joinPercents(c.Budgets), r.LoadBefore, r.LoadAfter, r.Elapsed.Round(1e9))
-	acc := r.TsplitAccuracy()
-	fmt.Fprintf(&b, "**tsplit's plans:** |error| median %.1f %%, worst %.1f %% over %d cases.\n\n", 100*acc.Median, 100*acc.Worst, acc.Cases)
+	fmt.Fprintf(&b, "`%s` on the CPU device with %s's link emulated (docs/measured.md). Every model is profiled first "+
+		"(`tsplitc profile MODEL --emulate %s`, %d timed steps); each policy plans its step on that profile at %s of the "+
+		"unplanned peak; then, %d rounds, every plan runs one step in turn, each right after a step of the unplanned step. "+
+		"Measured: the median step (first op start to last op end) with the interquartile range. Three errors, "+
+		"(predicted − measured) / measured: *planned*, the plan's own prediction (the profile measured before planning); "+
+		"*re-measured*, the same plan simulated on the profile re-measured from the unplanned step's runs between the plans' "+
+		"runs, same link (the machine's load changes over minutes: this one sees the load the plans ran under); *relative*, "+
+		"the predicted step over the predicted unplanned step against the median of each measured step over the unplanned "+
+		"step run just before it (the least sensitive to the load). Machine: 2 cores shared with other work, load average "+
+		"(1, 5, 15 min) %s before, %s after; %v in all.\n\n",
+		c.Command, c.Emulate, c.Emulate, c.ProfileRuns, joinPercents(c.Budgets), c.Rounds, r.LoadBefore, r.LoadAfter, r.Elapsed.Round(1e9))
+	b.WriteString("**tsplit's plans:**")
+	for k, name := range []string{"planned", "re-measured", "relative"} {
+		a := r.TsplitAccuracy(k)
+		fmt.Fprintf(&b, " %s |error| median %.1f %%, worst %.1f %% (%d cases);", name, 100*a.Median, 100*a.Worst, a.Cases)
+	}
+	b.WriteString("\n\n")
 	for _, m := range r.Models {
 		p := m.Profile
 		fmt.Fprintf(&b, "## %s, batch %d\n\n", m.Name, m.Batch)
 		fmt.Fprintf(&b, "Profile: %d op keys timed, %.3g µs per op besides kernels, link %.3g MB/s each way (%s × %.4g), %.0f µs per copy. ",
 			len(p.OpTimes), p.Launch*1e6, p.H2D/1e6, p.Emulation.Of, p.Emulation.Ratio, p.LinkLatency*1e6)
-		fmt.Fprintf(&b, "Unplanned step: %s ms predicted, %s ms measured, peak %s.\n\n", ms(m.Base.Predicted), ms(m.Base.Measured()), units.Bytes(m.Base.Peak))
-		fmt.Fprintf(&b, "| budget | policy | swap / recompute / split | predicted ms | measured ms (IQR) | error | stall ms | throughput vs unplanned, measured | predicted | peak: planned = measured |\n")
-		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+		w := m.Window
+		fmt.Fprintf(&b, "Re-measured over the benchmark: %d steps, %.3g µs per op, paced copies %.0f µs late. ", w.Measured.Runs, w.Launch*1e6, w.Emulation.Overhead*1e6)
+		fmt.Fprintf(&b, "Unplanned step: %s ms predicted (%s ms re-measured), %s ms measured, peak %s.\n\n",
+			ms(m.Base.Predicted), ms(m.Base.Repredicted), ms(m.Base.Measured()), units.Bytes(m.Base.Peak))
+		fmt.Fprintf(&b, "| budget | policy | swap / recompute / split | predicted ms | re-measured ms | measured ms (IQR) | error: planned | re-measured | relative | throughput vs unplanned: predicted | measured | stall ms | peak: planned = measured |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range m.Cases {
 			if !c.OK() {
-				fmt.Fprintf(&b, "| %d %% | %s | does not fit | | | | | | | |\n", c.Percent, c.Policy)
+				fmt.Fprintf(&b, "| %d %% | %s | does not fit | | | | | | | | | | |\n", c.Percent, c.Policy)
 				continue
 			}
 			lo, hi := c.Spread()
-			fmt.Fprintf(&b, "| %d %% | %s | %d / %d / %d | %s | %s (%s–%s) | %s | %s | %.1f %% | %.1f %% | %s |\n",
-				c.Percent, c.Policy, c.Swapped, c.Recomputed, c.Split, ms(c.Predicted), ms(c.Measured()), ms(lo), ms(hi), pct(c.Error()),
-				ms(c.Stall()), 100*m.Base.Measured()/c.Measured(), 100*m.Base.Predicted/c.Predicted, peakCheck(c))
+			fmt.Fprintf(&b, "| %d %% | %s | %d / %d / %d | %s | %s | %s (%s–%s) | %s | %s | %s | %.1f %% | %.1f %% | %s | %s |\n",
+				c.Percent, c.Policy, c.Swapped, c.Recomputed, c.Split, ms(c.Predicted), ms(c.Repredicted), ms(c.Measured()), ms(lo), ms(hi),
+				pct(c.Error()), pct(c.WindowError()), pct(m.CaseError(c, ErrRelative)), 100*m.Base.Predicted/c.Predicted, 100/c.Relative(), ms(c.Stall()), peakCheck(c))
 		}
 		b.WriteString("\n")
 		for _, pc := range c.Budgets {
 			order, discords := m.Ranking(pc)
 			fmt.Fprintf(&b, "Ranking at %d %% by predicted step: %s. ", pc, strings.Join(order, " < "))
 			if len(discords) == 0 {
-				b.WriteString("The measured steps rank the same.\n\n")
+				b.WriteString("The measured steps (over the unplanned step run just before) rank the same.\n\n")
 				continue
 			}
 			var parts []string
 			for _, d := range discords {
 				note := "outside the noise"
 				if d.WithinNoise {
-					note = "within the noise: the IQRs overlap"
+					note = "within the noise: their IQRs overlap"
 				}
 				parts = append(parts, fmt.Sprintf("%s measured slower than %s (%s)", d.Faster, d.Slower, note))
 			}
-			fmt.Fprintf(&b, "Measured in another order: %s.\n\n", strings.Join(parts, "; "))
+			fmt.Fprintf(&b, "Measured (over the unplanned step run just before) in another order: %s.\n\n", strings.Join(parts, "; "))
 		}
 		fmt.Fprintf(&b, "![%s](%s_%s.png)\n\n", m.Name, MeasuredFile, m.Name)
 	}
@@ -212,13 +253,13 @@ func joinPercents(ps []int) string {
 
 func measuredCSV(r *MeasuredResults) [][]string {
 	rows := [][]string{{"model", "batch", "budget_pct", "budget_bytes", "policy", "fits", "swapped", "recomputed", "split",
-		"predicted_s", "measured_s", "measured_q1_s", "measured_q3_s", "error", "stall_s", "planned_peak_bytes", "measured_peak_bytes", "steps_s"}}
+		"predicted_s", "repredicted_s", "unplanned_predicted_s", "measured_s", "measured_q1_s", "measured_q3_s", "error", "repredicted_error", "measured_over_unplanned", "relative_error", "stall_s", "planned_peak_bytes", "measured_peak_bytes", "steps_s"}}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	for _, m := range r.Models {
 		for _, c := range append([]*MeasuredCase{m.Base}, m.Cases...) {
 			row := []string{m.Name, strconv.FormatInt(m.Batch, 10), strconv.Itoa(c.Percent), strconv.FormatInt(c.Budget, 10), c.Policy}
 			if !c.OK() {
-				rows = append(rows, append(row, "false", "", "", "", "", "", "", "", "", "", "", "", ""))
+				rows = append(rows, append(row, "false", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", ""))
 				continue
 			}
 			lo, hi := c.Spread()
@@ -227,7 +268,8 @@ func measuredCSV(r *MeasuredResults) [][]string {
 				steps = append(steps, f(s))
 			}
 			rows = append(rows, append(row, "true", strconv.Itoa(c.Swapped), strconv.Itoa(c.Recomputed), strconv.Itoa(c.Split),
-				f(c.Predicted), f(c.Measured()), f(lo), f(hi), f(c.Error()), f(c.Stall()),
+				f(c.Predicted), f(c.Repredicted), f(m.Base.Predicted), f(c.Measured()), f(lo), f(hi), f(c.Error()), f(c.WindowError()),
+				f(c.Relative()), f(m.CaseError(c, ErrRelative)), f(c.Stall()),
 				strconv.FormatInt(c.Peak, 10), strconv.FormatInt(c.MeasuredPeak, 10), strings.Join(steps, ";")))
 		}
 	}
@@ -238,17 +280,22 @@ func measuredCSV(r *MeasuredResults) [][]string {
 // numbers.
 func MeasuredSummary(w io.Writer, r *MeasuredResults) {
 	for _, m := range r.Models {
-		fmt.Fprintf(w, "%s b%d: unplanned %s ms predicted, %s ms measured\n", m.Name, m.Batch, ms(m.Base.Predicted), ms(m.Base.Measured()))
+		fmt.Fprintf(w, "%s b%d: unplanned %s ms predicted (%s re-measured), %s ms measured\n", m.Name, m.Batch, ms(m.Base.Predicted), ms(m.Base.Repredicted), ms(m.Base.Measured()))
 		for _, c := range m.Cases {
 			if !c.OK() {
 				fmt.Fprintf(w, "  %3d%% %-15s does not fit\n", c.Percent, c.Policy)
 				continue
 			}
-			fmt.Fprintf(w, "  %3d%% %-15s %8s ms predicted %8s ms measured  %s  peak %s\n", c.Percent, c.Policy, ms(c.Predicted), ms(c.Measured()), pct(c.Error()), peakCheck(c))
+			fmt.Fprintf(w, "  %3d%% %-15s %8s ms predicted %8s re-measured %8s ms measured  errors %s %s %s  peak %s\n", c.Percent, c.Policy,
+				ms(c.Predicted), ms(c.Repredicted), ms(c.Measured()), pct(c.Error()), pct(c.WindowError()), pct(m.CaseError(c, ErrRelative)), peakCheck(c))
 		}
 	}
-	acc := r.TsplitAccuracy()
-	fmt.Fprintf(w, "tsplit: |error| median %.1f %%, worst %.1f %% over %d cases; load %s → %s\n", 100*acc.Median, 100*acc.Worst, acc.Cases, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "tsplit:")
+	for k, name := range []string{"planned", "re-measured", "relative"} {
+		a := r.TsplitAccuracy(k)
+		fmt.Fprintf(w, " %s |error| median %.1f %%, worst %.1f %% (%d cases);", name, 100*a.Median, 100*a.Worst, a.Cases)
+	}
+	fmt.Fprintf(w, " load %s → %s\n", r.LoadBefore, r.LoadAfter)
 }
 
 // plotMeasured draws one model's policies (x) at every budget:

@@ -23,6 +23,12 @@ type BuildOptions struct {
 	// device's copy streams emulate, scaled to the measured step
 	// (Emulation; the measurements need PaceOverheadS).
 	Emulate *profile.Profile
+	// Link, when set instead, is an emulated link the steps ran on
+	// already: the profile keeps its bandwidths and latency and takes
+	// the overhead measured now. A benchmark re-measures the profile
+	// over its whole run this way, the link its plans were paced to
+	// unchanged.
+	Link *profile.Emulation
 }
 
 // Fitting thresholds: an op counts as compute-bound for the throughput
@@ -60,7 +66,7 @@ func Build(meas *Measurements, o BuildOptions) (*profile.Profile, error) {
 	name := o.Name
 	if name == "" {
 		name = "cpu"
-		if o.Emulate != nil {
+		if o.Emulate != nil || o.Link != nil {
 			name = "cpu-emulated"
 		}
 	}
@@ -104,8 +110,13 @@ func Build(meas *Measurements, o BuildOptions) (*profile.Profile, error) {
 	for _, t := range slices.Sorted(maps.Keys(ratios)) {
 		p.TypeScale[t] = median(ratios[t])
 	}
-	if o.Emulate != nil {
+	switch {
+	case o.Emulate != nil:
 		emulate(p, o.Emulate, meas)
+	case o.Link != nil:
+		e := *o.Link
+		e.Overhead = meas.PaceOverheadS
+		p.H2D, p.D2H, p.Emulation = e.H2D, e.D2H, &e
 	}
 	round(p)
 	if err := p.Validate(); err != nil {

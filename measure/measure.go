@@ -60,15 +60,16 @@ type Measurements struct {
 	// CopyBytesPerS is the device's measured host↔device copy
 	// bandwidth, each way.
 	H2D, D2H float64
-	// PaceOverheadS is the median time a paced copy took beyond its
-	// pace while the step ran (Options.Pacing; 0 otherwise).
+	// PaceOverheadS is the mean time a paced copy took beyond its pace
+	// while the step ran (Options.Pacing; 0 otherwise).
 	PaceOverheadS float64
 }
 
 // Run executes the training step m (unplanned) on the CPU device:
 // opts.Warmup steps untimed, then opts.Runs timed ones, with the same
-// seeded inputs each time, and measures the device's copy bandwidth.
-// It stops between ops once ctx is done.
+// seeded inputs each time, and measures the device's copy bandwidth
+// (and, with opts.Pacing, a paced copy's overhead during a few more
+// steps). It stops between ops once ctx is done.
 func Run(ctx context.Context, m *ir.Model, opts Options) (*Measurements, error) {
 	runs, warm := opts.Runs, opts.Warmup
 	if runs == 0 {
@@ -81,7 +82,7 @@ func Run(ctx context.Context, m *ir.Model, opts Options) (*Measurements, error) 
 	if runs < 0 {
 		return nil, fmt.Errorf("measure: %d runs", runs)
 	}
-	x, dev, err := newExecutor(m)
+	x, _, err := newExecutor(m)
 	if err != nil {
 		return nil, err
 	}
@@ -89,10 +90,8 @@ func Run(ctx context.Context, m *ir.Model, opts Options) (*Measurements, error) 
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
-	order := m.Graph.Order()
-	times := make(map[string][]float64)
-	var steps, computes []float64
-	tasks := 0
+	rec := NewRecorder(m)
+	rec.Warmup = warm
 	for r := range warm + runs {
 		res, err := x.RunContext(ctx, inputs)
 		if err != nil {
@@ -101,37 +100,99 @@ func Run(ctx context.Context, m *ir.Model, opts Options) (*Measurements, error) 
 		if opts.Progress != nil {
 			opts.Progress(r+1, warm+runs)
 		}
-		if r < warm {
-			continue
-		}
-		st := executor.Summarize(res.Timeline)
-		steps = append(steps, st.Step.Seconds())
-		computes = append(computes, st.Compute.Busy.Seconds())
-		tasks = st.Compute.Tasks
-		for i := range res.Timeline {
-			rec := &res.Timeline[i]
-			if rec.Stream != executor.Compute {
-				continue
-			}
-			k := profile.OpKey(order[i])
-			times[k] = append(times[k], (rec.End - rec.Start).Seconds())
+		if r >= warm {
+			rec.Add(res.Timeline)
 		}
 	}
-	meas := &Measurements{Model: m.Path, Dims: m.Dims, Device: dev.Name(), Runs: runs, Warmup: warm,
-		StepS: median(steps), ComputeS: median(computes)}
-	if tasks > 1 {
+	if opts.Pacing {
+		probe, err := StartProbe()
+		if err != nil {
+			return nil, err
+		}
+		for step := 0; step < probeSteps && probe.Samples() < probeSamples; step++ {
+			if _, err := x.RunContext(ctx, inputs); err != nil {
+				probe.Stop()
+				return nil, fmt.Errorf("measure: %w", err)
+			}
+		}
+		rec.AddOverheads(probe.Stop())
+	}
+	if rec.H2D, rec.D2H, err = CopyBandwidth(ctx, copyProbeBytes, 5); err != nil {
+		return nil, err
+	}
+	return rec.Measurements(), nil
+}
+
+// Recorder gathers the timed steps of one training step into
+// Measurements: the runs of Run, or those a benchmark makes of the
+// unplanned step between the runs of its plans.
+type Recorder struct {
+	model *ir.Model
+	keys  []string // by position of the step's order ("" for copies)
+	times map[string][]float64
+	steps []float64
+	comps []float64
+	tasks int
+	over  []float64
+	// Warmup is the number of untimed steps before the recorded ones
+	// (for the record); H2D and D2H the device's copy bandwidths.
+	Warmup   int
+	H2D, D2H float64
+}
+
+// NewRecorder records timed steps of m.
+func NewRecorder(m *ir.Model) *Recorder {
+	r := &Recorder{model: m, times: map[string][]float64{}}
+	for _, op := range m.Graph.Order() {
+		k := ""
+		if ir.CopyOf(op) == ir.NoCopy {
+			k = profile.OpKey(op)
+		}
+		r.keys = append(r.keys, k)
+	}
+	return r
+}
+
+// Add records one timed step's timeline.
+func (r *Recorder) Add(tl []executor.Record) {
+	st := executor.Summarize(tl)
+	r.steps = append(r.steps, st.Step.Seconds())
+	r.comps = append(r.comps, st.Compute.Busy.Seconds())
+	r.tasks = st.Compute.Tasks
+	for i := range tl {
+		rec := &tl[i]
+		if rec.Stream != executor.Compute || i >= len(r.keys) || r.keys[i] == "" {
+			continue
+		}
+		r.times[r.keys[i]] = append(r.times[r.keys[i]], (rec.End - rec.Start).Seconds())
+	}
+}
+
+// AddOverheads records how late paced copies ended (Probe.Stop).
+func (r *Recorder) AddOverheads(over []float64) { r.over = append(r.over, over...) }
+
+// Runs is the number of steps recorded.
+func (r *Recorder) Runs() int { return len(r.steps) }
+
+// Measurements are what the recorded steps measured: per key the
+// median kernel time, spread so that the step's ops sum to the median
+// step's kernel time, the per-op gap, the copy bandwidths and the
+// mean pacing overhead.
+func (r *Recorder) Measurements() *Measurements {
+	m := r.model
+	meas := &Measurements{Model: m.Path, Dims: m.Dims, Device: (&cpu.Device{}).Name(), Runs: len(r.steps), Warmup: r.Warmup,
+		StepS: median(slices.Clone(r.steps)), ComputeS: median(slices.Clone(r.comps)), H2D: r.H2D, D2H: r.D2H,
+		PaceOverheadS: mean(r.over)}
+	if r.tasks > 1 {
 		// What the runtime adds per op, such that the ops' times and
 		// gaps add up to the median step.
-		meas.GapS = max(meas.StepS-meas.ComputeS, 0) / float64(tasks-1)
+		meas.GapS = max(meas.StepS-meas.ComputeS, 0) / float64(r.tasks-1)
 	}
 	seen := map[string]int{}
 	var sumMedians float64
-	for _, op := range order {
-		if ir.CopyOf(op) != ir.NoCopy {
-			continue
-		}
-		k := profile.OpKey(op)
-		if len(times[k]) == 0 {
+	for i, op := range m.Graph.Order() {
+		k := r.keys[i]
+		if k == "" || len(r.times[k]) == 0 {
 			continue
 		}
 		if at, ok := seen[k]; ok {
@@ -139,9 +200,9 @@ func Run(ctx context.Context, m *ir.Model, opts Options) (*Measurements, error) 
 			continue
 		}
 		seen[k] = len(meas.Samples)
-		t := median(slices.Clone(times[k]))
+		t := median(slices.Clone(r.times[k]))
 		sumMedians += t
-		meas.Samples = append(meas.Samples, Sample{Key: k, Type: op.QualifiedType(), Work: profile.OpWork(op), Time: t, N: len(times[k])})
+		meas.Samples = append(meas.Samples, Sample{Key: k, Type: op.QualifiedType(), Work: profile.OpWork(op), Time: t, N: len(r.times[k])})
 	}
 	// A key's median leaves out the slow outliers (a preemption, a
 	// garbage collection) that every step has somewhere, so the medians
@@ -156,15 +217,7 @@ func Run(ctx context.Context, m *ir.Model, opts Options) (*Measurements, error) 
 		}
 	}
 	slices.SortFunc(meas.Samples, func(a, b Sample) int { return cmpString(a.Key, b.Key) })
-	if meas.H2D, meas.D2H, err = CopyBandwidth(ctx, copyProbeBytes, 5); err != nil {
-		return nil, err
-	}
-	if opts.Pacing {
-		if meas.PaceOverheadS, err = paceOverhead(ctx, x, inputs); err != nil {
-			return nil, err
-		}
-	}
-	return meas, nil
+	return meas
 }
 
 // newExecutor places the step on a CPU device of the pool it needs.
@@ -218,6 +271,15 @@ func CopyBandwidth(ctx context.Context, n int64, reps int) (h2d, d2h float64, er
 		down = append(down, time.Since(t).Seconds())
 	}
 	return float64(n) / max(median(up[1:]), 1e-9), float64(n) / max(median(down[1:]), 1e-9), nil
+}
+
+// mean of xs (0 for none).
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(max(len(xs), 1))
 }
 
 // median of xs (0 for none); xs is reordered.

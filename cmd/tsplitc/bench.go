@@ -45,7 +45,8 @@ func newBenchCmd() *cobra.Command {
 			"With --measured it runs plans instead of only predicting them: each model (MODEL:BATCH, an .onnx file or a\n" +
 			"benchmark model at its CI size; default " + strings.Join(bench.DefaultMeasuredModels, ", ") + ") is profiled on\n" +
 			"the CPU device with --emulate's link (tsplitc profile), planned by every policy at every --budgets percent of its\n" +
-			"unplanned peak, and the unplanned step and every plan run in turn, --rounds times: measured vs predicted step time,\n" +
+			"unplanned peak, and every plan runs a step in turn, each after an unplanned step, --rounds times: measured vs\n" +
+			"predicted step time,\n" +
 			"their ratio and the measured throughput relative to the unplanned step; -o DIR writes measured.md, .csv, a plot\n" +
 			"and the profile of each model (docs/measured.md). Timings are the machine's, as loaded as it was.\n\n" +
 			"Models: " + strings.Join(bench.DefaultModels(), ", ") + " (the default), or any zoo family.",
@@ -128,8 +129,7 @@ func newBenchCmd() *cobra.Command {
 	fl.BoolVar(&measured, "measured", false, "instead of the tables: run every policy's plan on the CPU device with an emulated link, measured vs predicted step")
 	fl.StringVar(&mbudgets, "budgets", "70,50", "with --measured: budgets in percent of the unplanned peak")
 	fl.StringVar(&mcfg.Emulate, "emulate", "titan-rtx", "with --measured: the GPU whose host link the CPU device emulates")
-	fl.IntVar(&mcfg.Rounds, "rounds", 3, "with --measured: rounds in which every plan runs in turn")
-	fl.IntVar(&mcfg.Iters, "iters", 2, "with --measured: timed steps per plan and round (after one warm-up step)")
+	fl.IntVar(&mcfg.Rounds, "rounds", 4, "with --measured: rounds in which every plan runs a step in turn, each after an unplanned step")
 	fl.IntVar(&mcfg.ProfileRuns, "profile-runs", 5, "with --measured: timed steps of each model's profile")
 	return cmd
 }
@@ -160,8 +160,8 @@ func benchBudgets(cmd *cobra.Command, cfg bench.Config, out string) error {
 
 // benchMeasured is `tsplitc bench --measured`.
 func benchMeasured(cmd *cobra.Command, cfg bench.MeasuredConfig, out string) error {
-	if cfg.Rounds <= 0 || cfg.Iters <= 0 || cfg.ProfileRuns <= 0 {
-		return usageError{fmt.Errorf("--rounds, --iters and --profile-runs must be positive")}
+	if cfg.Rounds <= 0 || cfg.ProfileRuns <= 0 {
+		return usageError{fmt.Errorf("--rounds and --profile-runs must be positive")}
 	}
 	if _, err := cfg.Resolve(); err != nil {
 		return usageError{err}

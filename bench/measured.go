@@ -50,7 +50,7 @@ type MeasuredConfig struct {
 	// each plan's step can be compared with an unplanned step run under
 	// the same load.
 	Rounds int
-	Seed          uint64
+	Seed   uint64
 	// Progress, when set, receives a line per step of the work.
 	Progress io.Writer
 	// Command is the command line, for the README.
@@ -69,8 +69,8 @@ type MeasuredCase struct {
 	// Predicted is the plan's simulated step (s), on the profile it was
 	// planned with; Repredicted the same plan simulated on the profile
 	// re-measured over the whole benchmark (MeasuredModel.Window).
-	Predicted    float64
-	Repredicted  float64
+	Predicted   float64
+	Repredicted float64
 	// Peak is the planned peak and MeasuredPeak the most the runs held
 	// (bytes).
 	Peak         int64

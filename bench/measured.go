@@ -364,11 +364,12 @@ func RunMeasured(ctx context.Context, cfg MeasuredConfig) (*MeasuredResults, err
 	return r, nil
 }
 
-// prepare places the step on a CPU device of its own (its pool: the
-// plan's layout, or what the unplanned step needs) and runs one
-// untimed step, which touches the pool's pages and uploads the weights.
+// prepare places the step on a CPU device of its own in a static
+// layout (the plan's, or for the unplanned step one made for it, as
+// its profile was measured: measure.StaticOptions) and runs one untimed
+// step, which touches the pool's pages and uploads the weights.
 func (rn *runner) prepare(ctx context.Context, inputs map[string][]byte) error {
-	xopts, pool, err := executor.PlannedOptions(rn.model)
+	xopts, pool, err := measure.StaticOptions(rn.model)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ const (
 	// ErrWindow: the plan simulated on the profile re-measured over the
 	// benchmark against the median measured step.
 	ErrWindow
-	// ErrRelative: the predicted step over the predicted unplanned step
+	// ErrRelative: the re-measured prediction over the unplanned step's
 	// against the median of the measured steps over the unplanned steps
 	// run just before them (the least sensitive to the machine's load).
 	ErrRelative
@@ -106,7 +106,7 @@ func (m *MeasuredModel) CaseError(c *MeasuredCase, kind int) float64 {
 	case ErrWindow:
 		return c.WindowError()
 	}
-	return relErr(c.Predicted/m.Base.Predicted, c.Relative())
+	return relErr(c.Repredicted/m.Base.Repredicted, c.Relative())
 }
 
 // TsplitAccuracy is the prediction error of a kind of the tsplit
@@ -182,7 +182,7 @@ func measuredMD(r *MeasuredResults) string {
 		"(predicted − measured) / measured: *planned*, the plan's own prediction (the profile measured before planning); "+
 		"*re-measured*, the same plan simulated on the profile re-measured from the unplanned step's runs between the plans' "+
 		"runs, same link (the machine's load changes over minutes: this one sees the load the plans ran under); *relative*, "+
-		"the predicted step over the predicted unplanned step against the median of each measured step over the unplanned "+
+		"the re-measured prediction over the unplanned step's against the median of each measured step over the unplanned "+
 		"step run just before it (the least sensitive to the load). Machine: 2 cores shared with other work, load average "+
 		"(1, 5, 15 min) %s before, %s after; %v in all.\n\n",
 		c.Command, c.Emulate, c.Emulate, c.ProfileRuns, joinPercents(c.Budgets), c.Rounds, r.LoadBefore, r.LoadAfter, r.Elapsed.Round(1e9))
@@ -201,7 +201,7 @@ func measuredMD(r *MeasuredResults) string {
 		fmt.Fprintf(&b, "Re-measured over the benchmark: %d steps, %.3g µs per op, paced copies %.0f µs late. ", w.Measured.Runs, w.Launch*1e6, w.Emulation.Overhead*1e6)
 		fmt.Fprintf(&b, "Unplanned step: %s ms predicted (%s ms re-measured), %s ms measured, peak %s.\n\n",
 			ms(m.Base.Predicted), ms(m.Base.Repredicted), ms(m.Base.Measured()), units.Bytes(m.Base.Peak))
-		fmt.Fprintf(&b, "| budget | policy | swap / recompute / split | predicted ms | re-measured ms | measured ms (IQR) | error: planned | re-measured | relative | throughput vs unplanned: predicted | measured | stall ms | peak: planned = measured |\n")
+		fmt.Fprintf(&b, "| budget | policy | swap / recompute / split | predicted ms | re-measured ms | measured ms (IQR) | error: planned | re-measured | relative | throughput vs unplanned: re-measured prediction | measured | stall ms | peak: planned = measured |\n")
 		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range m.Cases {
 			if !c.OK() {
@@ -211,7 +211,7 @@ func measuredMD(r *MeasuredResults) string {
 			lo, hi := c.Spread()
 			fmt.Fprintf(&b, "| %d %% | %s | %d / %d / %d | %s | %s | %s (%s–%s) | %s | %s | %s | %.1f %% | %.1f %% | %s | %s |\n",
 				c.Percent, c.Policy, c.Swapped, c.Recomputed, c.Split, ms(c.Predicted), ms(c.Repredicted), ms(c.Measured()), ms(lo), ms(hi),
-				pct(c.Error()), pct(c.WindowError()), pct(m.CaseError(c, ErrRelative)), 100*m.Base.Predicted/c.Predicted, 100/c.Relative(), ms(c.Stall()), peakCheck(c))
+				pct(c.Error()), pct(c.WindowError()), pct(m.CaseError(c, ErrRelative)), 100*m.Base.Repredicted/c.Repredicted, 100/c.Relative(), ms(c.Stall()), peakCheck(c))
 		}
 		b.WriteString("\n")
 		for _, pc := range c.Budgets {

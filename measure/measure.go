@@ -10,6 +10,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/profile"
 )
 
@@ -61,7 +62,8 @@ type Measurements struct {
 	// bandwidth, each way.
 	H2D, D2H float64
 	// PaceOverheadS is the mean time a paced copy took beyond its pace
-	// while the step ran (Options.Pacing; 0 otherwise).
+	// while the step ran, the longest 2 % left out (Options.Pacing; 0
+	// otherwise).
 	PaceOverheadS float64
 }
 
@@ -177,12 +179,12 @@ func (r *Recorder) Runs() int { return len(r.steps) }
 // Measurements are what the recorded steps measured: per key the
 // median kernel time, spread so that the step's ops sum to the median
 // step's kernel time, the per-op gap, the copy bandwidths and the
-// mean pacing overhead.
+// mean pacing overhead (without the longest 2 %).
 func (r *Recorder) Measurements() *Measurements {
 	m := r.model
 	meas := &Measurements{Model: m.Path, Dims: m.Dims, Device: (&cpu.Device{}).Name(), Runs: len(r.steps), Warmup: r.Warmup,
 		StepS: median(slices.Clone(r.steps)), ComputeS: median(slices.Clone(r.comps)), H2D: r.H2D, D2H: r.D2H,
-		PaceOverheadS: mean(r.over)}
+		PaceOverheadS: trimmedMean(r.over, paceTrim)}
 	if r.tasks > 1 {
 		// What the runtime adds per op, such that the ops' times and
 		// gaps add up to the median step.
@@ -220,9 +222,33 @@ func (r *Recorder) Measurements() *Measurements {
 	return meas
 }
 
-// newExecutor places the step on a CPU device of the pool it needs.
+// StaticOptions are the executor options that run m in a static
+// layout, as a plan runs: the planned model's own, or for a step that
+// was not planned one made now (memory.Model.MakeLayout), and the pool
+// it needs. A step is measured this way so that its ops are timed with
+// the runtime's cost per op of a planned step: placing a tensor at a
+// fixed offset costs the issuing thread less than the best-fit
+// allocator does, which shows on a step of many small ops.
+func StaticOptions(m *ir.Model) (executor.Options, int64, error) {
+	if _, ok := m.Meta[memory.LayoutKey]; ok {
+		return executor.PlannedOptions(m)
+	}
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		return executor.Options{}, 0, err
+	}
+	l := mem.MakeLayout()
+	place, err := mem.Placement(l)
+	if err != nil {
+		return executor.Options{}, 0, err
+	}
+	return executor.Options{Placement: place}, l.Pool, nil
+}
+
+// newExecutor places the step on a CPU device of the pool it needs, in
+// a static layout.
 func newExecutor(m *ir.Model) (*executor.Executor, *cpu.Device, error) {
-	xopts, need, err := executor.PlannedOptions(m)
+	xopts, need, err := StaticOptions(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("measure: %w", err)
 	}
@@ -273,13 +299,23 @@ func CopyBandwidth(ctx context.Context, n int64, reps int) (h2d, d2h float64, er
 	return float64(n) / max(median(up[1:]), 1e-9), float64(n) / max(median(down[1:]), 1e-9), nil
 }
 
-// mean of xs (0 for none).
-func mean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
+// paceTrim is the share of the longest pacing overheads left out of
+// their mean: the rare preemptions of tens of milliseconds, which one
+// probe may or may not meet, and which would otherwise decide the mean
+// of a few hundred samples.
+const paceTrim = 0.02
+
+// trimmedMean is the mean of xs without the largest share of them (0
+// for none).
+func trimmedMean(xs []float64, share float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	s = s[:len(s)-int(share*float64(len(s)))]
+	var sum float64
+	for _, x := range s {
+		sum += x
 	}
-	return s / float64(max(len(xs), 1))
+	return sum / float64(max(len(s), 1))
 }
 
 // median of xs (0 for none); xs is reordered.

@@ -75,8 +75,8 @@ func (p *Probe) Samples() int {
 }
 
 // Stop ends the probe and returns how late, in seconds, each paced copy
-// ended. Their mean (Recorder) is what a copy costs beyond its pace on
-// average: most copies end within tens of µs, a tenth of them about a
+// ended. Their mean (Recorder; the longest 2 % left out) is what a copy
+// costs beyond its pace on average: most copies end within tens of µs, a tenth of them about a
 // millisecond late on a loaded machine (the stream waited for a core),
 // and a swap-in just in time for its consumer stalls the step by as
 // much (docs/measured.md).

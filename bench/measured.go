@@ -27,7 +27,7 @@ import (
 // CI-friendly sizes: the torchvision exports of ResNet-18 and
 // MobileNetV2 (make torch-models) and the CI-sized transformer
 // (BERT-base's small configuration), as MODEL:BATCH.
-var DefaultMeasuredModels = []string{"testdata/torch/resnet18.onnx:2", "testdata/torch/mobilenet_v2.onnx:2", "transformer:8"}
+var DefaultMeasuredModels = []string{"testdata/torch/resnet18.onnx:2", "testdata/torch/mobilenet_v2.onnx:2", "transformer:16"}
 
 // MeasuredConfig configures RunMeasured.
 type MeasuredConfig struct {
@@ -50,7 +50,11 @@ type MeasuredConfig struct {
 	// each plan's step can be compared with an unplanned step run under
 	// the same load.
 	Rounds int
-	Seed   uint64
+	// Repeats is the number of times the whole measurement (profile,
+	// plans, runs) is repeated (0: 1): the profile is measured anew
+	// each time, under the load of the moment, and the plans made on it.
+	Repeats int
+	Seed    uint64
 	// Progress, when set, receives a line per step of the work.
 	Progress io.Writer
 	// Command is the command line, for the README.
@@ -149,7 +153,8 @@ func (m *MeasuredModel) Case(percent int, policy string) *MeasuredCase {
 // MeasuredResults are what RunMeasured measured.
 type MeasuredResults struct {
 	Config MeasuredConfig
-	Models []*MeasuredModel
+	// Reps[k][i] is model i (Config.Models) in repetition k.
+	Reps [][]*MeasuredModel
 	// Load is the machine's load average (1, 5, 15 min) before and
 	// after the runs, from /proc/loadavg ("" where it cannot be read).
 	LoadBefore, LoadAfter string
@@ -186,7 +191,10 @@ func (c MeasuredConfig) Resolve() (MeasuredConfig, error) {
 	if c.Rounds == 0 {
 		c.Rounds = 4
 	}
-	if c.ProfileRuns < 0 || c.Rounds < 0 {
+	if c.Repeats == 0 {
+		c.Repeats = 1
+	}
+	if c.ProfileRuns < 0 || c.Rounds < 0 || c.Repeats < 0 {
 		return c, fmt.Errorf("bench: profile runs, rounds and iterations must be positive")
 	}
 	for _, spec := range c.Models {
@@ -272,96 +280,112 @@ func RunMeasured(ctx context.Context, cfg MeasuredConfig) (*MeasuredResults, err
 		}
 	}
 	r := &MeasuredResults{Config: cfg, LoadBefore: loadAverage()}
-	for _, spec := range cfg.Models {
-		name, batch, _ := parseMeasuredModel(spec)
-		step, err := measuredStep(ctx, name, batch)
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", spec, err)
-		}
-		mm := &MeasuredModel{Name: measuredName(name), Batch: batch, Ops: len(step.Graph.Order())}
-		meas, err := measure.Run(ctx, step, measure.Options{Runs: cfg.ProfileRuns, Seed: cfg.Seed, Pacing: true})
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", spec, err)
-		}
-		if mm.Profile, err = measure.Build(meas, measure.BuildOptions{Emulate: target}); err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", spec, err)
-		}
-		logf("%s at batch %d profiled: step %.4g s, link %.3g MB/s", mm.Name, batch, meas.StepS, mm.Profile.H2D/1e6)
-		plan := func(budget int64, pol string) (*tsplit.Result, error) {
-			return tsplit.Plan(ctx, step.Clone(), tsplit.Options{Profile: mm.Profile, Budget: budget, Policy: pol})
-		}
-		base, err := plan(1<<62, "base")
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s: the unplanned step: %w", spec, err)
-		}
-		mm.Base = &MeasuredCase{Policy: "unplanned", Predicted: base.BaseStep, Peak: base.BasePeak}
-		window := measure.NewRecorder(step)
-		window.H2D, window.D2H = meas.H2D, meas.D2H
-		runners := []*runner{{c: mm.Base, model: step, rec: window}}
-		link := executor.Link{H2D: mm.Profile.Emulation.H2D, D2H: mm.Profile.Emulation.D2H,
-			Latency: time.Duration(mm.Profile.Emulation.Latency * float64(time.Second))}
-		for _, pct := range cfg.Budgets {
-			budget := base.BasePeak * int64(pct) / 100
-			for _, pol := range cfg.Policies {
-				c := &MeasuredCase{Percent: pct, Budget: budget, Policy: pol}
-				res, err := plan(budget, pol)
-				if p, perr := point(res, err); perr != nil {
-					return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, pol, pct, perr)
-				} else if !p.OK {
-					c.Err = p.Err
-				} else {
-					c.Predicted, c.Peak = res.Step, res.Peak
-					c.Swapped, c.Recomputed, c.Split = res.Swapped, res.Recomputed, res.Split
-					runners = append(runners, &runner{c: c, model: res.Model, link: link})
-				}
-				mm.Cases = append(mm.Cases, c)
+	for rep := range cfg.Repeats {
+		var models []*MeasuredModel
+		for _, spec := range cfg.Models {
+			mm, err := measureModel(ctx, &cfg, spec, target, func(format string, args ...any) {
+				logf("repetition %d: "+format, append([]any{rep + 1}, args...)...)
+			})
+			if err != nil {
+				return nil, err
 			}
-			logf("%s planned at %d%% (%d bytes)", mm.Name, pct, budget)
+			models = append(models, mm)
 		}
-		inputs, err := compiler.RandomInputs(step, cfg.Seed)
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", spec, err)
-		}
-		for _, rn := range runners {
-			if err := rn.prepare(ctx, inputs); err != nil {
-				return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
-			}
-		}
-		plans := runners[1:]
-		for round := range cfg.Rounds {
-			// Each round starts at another plan, so that no plan always
-			// runs first or last in a round.
-			for k := range plans {
-				rn := plans[(k+round)%len(plans)]
-				before, err := runners[0].step(ctx, inputs)
-				if err == nil {
-					var after float64
-					if after, err = rn.step(ctx, inputs); err == nil {
-						rn.c.Paired = append(rn.c.Paired, after/before)
-					}
-				}
-				if err != nil {
-					return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
-				}
-			}
-			logf("%s round %d of %d run", mm.Name, round+1, cfg.Rounds)
-		}
-		for _, rn := range runners {
-			rn.x = nil // its pool
-		}
-		if mm.Window, err = measure.Build(window.Measurements(), measure.BuildOptions{Base: mm.Profile, Link: mm.Profile.Emulation}); err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", spec, err)
-		}
-		for _, rn := range runners {
-			if rn.c.Repredicted, err = simulate(rn.model, mm.Window); err != nil {
-				return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
-			}
-		}
-		r.Models = append(r.Models, mm)
+		r.Reps = append(r.Reps, models)
 	}
 	r.LoadAfter = loadAverage()
 	r.Elapsed = time.Since(start)
 	return r, nil
+}
+
+// measureModel profiles one model, plans it with every policy at every
+// budget and runs the plans (RunMeasured).
+func measureModel(ctx context.Context, cfg *MeasuredConfig, spec string, target *profile.Profile, logf func(string, ...any)) (*MeasuredModel, error) {
+	name, batch, _ := parseMeasuredModel(spec)
+	step, err := measuredStep(ctx, name, batch)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", spec, err)
+	}
+	mm := &MeasuredModel{Name: measuredName(name), Batch: batch, Ops: len(step.Graph.Order())}
+	meas, err := measure.Run(ctx, step, measure.Options{Runs: cfg.ProfileRuns, Seed: cfg.Seed, Pacing: true})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", spec, err)
+	}
+	if mm.Profile, err = measure.Build(meas, measure.BuildOptions{Emulate: target}); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", spec, err)
+	}
+	logf("%s at batch %d profiled: step %.4g s, link %.3g MB/s", mm.Name, batch, meas.StepS, mm.Profile.H2D/1e6)
+	plan := func(budget int64, pol string) (*tsplit.Result, error) {
+		return tsplit.Plan(ctx, step.Clone(), tsplit.Options{Profile: mm.Profile, Budget: budget, Policy: pol})
+	}
+	base, err := plan(1<<62, "base")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: the unplanned step: %w", spec, err)
+	}
+	mm.Base = &MeasuredCase{Policy: "unplanned", Predicted: base.BaseStep, Peak: base.BasePeak}
+	window := measure.NewRecorder(step)
+	window.H2D, window.D2H = meas.H2D, meas.D2H
+	runners := []*runner{{c: mm.Base, model: step, rec: window}}
+	link := executor.Link{H2D: mm.Profile.Emulation.H2D, D2H: mm.Profile.Emulation.D2H,
+		Latency: time.Duration(mm.Profile.Emulation.Latency * float64(time.Second))}
+	for _, pct := range cfg.Budgets {
+		budget := base.BasePeak * int64(pct) / 100
+		for _, pol := range cfg.Policies {
+			c := &MeasuredCase{Percent: pct, Budget: budget, Policy: pol}
+			res, err := plan(budget, pol)
+			if p, perr := point(res, err); perr != nil {
+				return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, pol, pct, perr)
+			} else if !p.OK {
+				c.Err = p.Err
+			} else {
+				c.Predicted, c.Peak = res.Step, res.Peak
+				c.Swapped, c.Recomputed, c.Split = res.Swapped, res.Recomputed, res.Split
+				runners = append(runners, &runner{c: c, model: res.Model, link: link})
+			}
+			mm.Cases = append(mm.Cases, c)
+		}
+		logf("%s planned at %d%% (%d bytes)", mm.Name, pct, budget)
+	}
+	inputs, err := compiler.RandomInputs(step, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", spec, err)
+	}
+	for _, rn := range runners {
+		if err := rn.prepare(ctx, inputs); err != nil {
+			return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
+		}
+	}
+	plans := runners[1:]
+	for round := range cfg.Rounds {
+		// Each round starts at another plan, so that no plan always
+		// runs first or last in a round.
+		for k := range plans {
+			rn := plans[(k+round)%len(plans)]
+			before, err := runners[0].step(ctx, inputs)
+			if err == nil {
+				var after float64
+				if after, err = rn.step(ctx, inputs); err == nil {
+					rn.c.Paired = append(rn.c.Paired, after/before)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
+			}
+		}
+		logf("%s round %d of %d run", mm.Name, round+1, cfg.Rounds)
+	}
+	for _, rn := range runners {
+		rn.x = nil // its pool
+	}
+	if mm.Window, err = measure.Build(window.Measurements(), measure.BuildOptions{Base: mm.Profile, Link: mm.Profile.Emulation}); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", spec, err)
+	}
+	for _, rn := range runners {
+		if rn.c.Repredicted, err = simulate(rn.model, mm.Window); err != nil {
+			return nil, fmt.Errorf("bench: %s: %s at %d%%: %w", spec, rn.c.Policy, rn.c.Percent, err)
+		}
+	}
+	return mm, nil
 }
 
 // prepare places the step on a CPU device of its own in a static

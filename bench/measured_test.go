@@ -19,7 +19,7 @@ func TestMeasuredBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := r.Models[0]
+	m := r.Reps[0][0]
 	if m.Profile.Emulation == nil || m.Base.MeasuredPeak != m.Base.Peak || len(m.Base.Steps) != 1 {
 		t.Fatalf("unplanned: %+v", m.Base)
 	}

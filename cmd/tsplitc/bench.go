@@ -130,6 +130,7 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&mbudgets, "budgets", "70,50", "with --measured: budgets in percent of the unplanned peak")
 	fl.StringVar(&mcfg.Emulate, "emulate", "titan-rtx", "with --measured: the GPU whose host link the CPU device emulates")
 	fl.IntVar(&mcfg.Rounds, "rounds", 4, "with --measured: rounds in which every plan runs a step in turn, each after an unplanned step")
+	fl.IntVar(&mcfg.Repeats, "repeat", 1, "with --measured: repetitions of the whole measurement (profile, plans, runs)")
 	fl.IntVar(&mcfg.ProfileRuns, "profile-runs", 5, "with --measured: timed steps of each model's profile")
 	return cmd
 }
@@ -160,8 +161,8 @@ func benchBudgets(cmd *cobra.Command, cfg bench.Config, out string) error {
 
 // benchMeasured is `tsplitc bench --measured`.
 func benchMeasured(cmd *cobra.Command, cfg bench.MeasuredConfig, out string) error {
-	if cfg.Rounds <= 0 || cfg.ProfileRuns <= 0 {
-		return usageError{fmt.Errorf("--rounds and --profile-runs must be positive")}
+	if cfg.Rounds <= 0 || cfg.ProfileRuns <= 0 || cfg.Repeats <= 0 {
+		return usageError{fmt.Errorf("--rounds, --repeat and --profile-runs must be positive")}
 	}
 	if _, err := cfg.Resolve(); err != nil {
 		return usageError{err}
@@ -184,7 +185,7 @@ func benchMeasured(cmd *cobra.Command, cfg bench.MeasuredConfig, out string) err
 		}
 		fmt.Fprintf(w, "measured in %v; wrote %d files into %s\n", res.Elapsed.Round(time.Second), len(files), out)
 	}
-	bench.MeasuredSummary(w, res)
+	bench.PrintMeasured(w, res)
 	return nil
 }
 

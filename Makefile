@@ -93,10 +93,13 @@ budget-sweep-small: build
 # Measured vs predicted step time (issue 13): the torchvision ResNet-18
 # and MobileNetV2 exports and the CI-sized transformer, profiled on the
 # CPU device with titan-rtx's link emulated, every policy's plan at 70 %
-# and 50 % of the unplanned peak run in turn; docs/benchmarks/measured*.
+# and 50 % of the unplanned peak run in turn (docs/benchmarks/measured*,
+# about 25 minutes on 2 loaded cores), then tsplit's plans alone, more
+# rounds, three times (docs/benchmarks/measured-tsplit, about 6 minutes).
 .PHONY: bench-measured
 bench-measured: build torch-models
-	./bin/tsplitc bench --measured -o docs/benchmarks
+	./bin/tsplitc bench --measured --repeat 2 -o docs/benchmarks
+	./bin/tsplitc bench --measured --policies tsplit --rounds 6 --repeat 3 -o docs/benchmarks/measured-tsplit
 
 lint:
 	$(GO) vet ./...

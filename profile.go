@@ -96,7 +96,7 @@ func ProfileFile(ctx context.Context, path string, opts ProfileOptions) (*profil
 			return nil, err
 		}
 	}
-	mopts := measure.Options{Runs: opts.Runs, Warmup: opts.Warmup, Seed: opts.Seed, Pacing: target != nil}
+	mopts := measure.Options{Runs: opts.Runs, Warmup: opts.Warmup, Seed: opts.Seed, Pacing: true}
 	if opts.Progress != nil {
 		mopts.Progress = func(done, total int) {
 			pr.report(Progress{Stage: StageProfile, Round: done - 1, Fraction: float64(done) / float64(total), Peak: 0})

@@ -129,6 +129,9 @@ type PlanSummary struct {
 	Peak     int64   `json:"planned_peak_bytes"`
 	Step     float64 `json:"predicted_step_s"`
 	BaseStep float64 `json:"base_step_s"`
+	// Measured: the plan was made with a profile measured on the CPU
+	// device, so its prediction is this device's (not a GPU's).
+	Measured bool `json:"measured_profile"`
 }
 
 // readPlan reads the plan summary a planned model carries (nil, nil for
@@ -285,8 +288,11 @@ func (o *RunOptions) check() error {
 // Run executes m on the CPU reference device: every kernel computed in
 // float32, the copy streams concurrent with the compute stream, every
 // allocation past the pool refused. A planned model runs in its static
-// layout, so the measured peak equals the plan's. It stops between ops
-// once ctx is done. Errors: *UsageError for bad options, *InputError
+// layout, so the measured peak equals the plan's; a plan made with a
+// profile that emulates a GPU's link (profile.Emulation) runs with its
+// copy streams paced to that link, and the result holds the plan's
+// prediction next to the measured step (RunResult.Plan, Step, Streams).
+// It stops between ops once ctx is done. Errors: *UsageError for bad options, *InputError
 // for a model the runtime cannot run (an unsupported op, missing or
 // mis-sized input data, a pool too small: the error names the op, the
 // tensor and the bytes), else the context's error.
@@ -357,7 +363,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	iters := max(opts.Iters, 1)
 	res := &RunResult{File: m.Path, Format: FormatONNX, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: need, ModelPeak: x.Mem.Peak, Iters: iters, Training: ti}
 	if plan != nil {
-		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
+		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime, Measured: plan.Measured}
 		res.Link = plan.Link
 	}
 	var last *executor.Result

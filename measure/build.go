@@ -78,6 +78,9 @@ func Build(meas *Measurements, o BuildOptions) (*profile.Profile, error) {
 		HostBW:     meas.H2D + meas.D2H,
 		Efficiency: 1,
 		Launch:     meas.GapS,
+		// A goroutine waiting for another stream's event waits for a
+		// core as a paced copy's does after its sleep.
+		WakeLatency: meas.PaceOverheadS,
 		// The CPU device has one convolution kernel; its scratch is what
 		// the kernel asks for, which the memory model counts.
 		ConvAlgos: []profile.ConvAlgo{{Name: "implicit_gemm", Speed: 1}},
@@ -154,7 +157,7 @@ const digits = 4
 // round rounds every measured or fitted number of p to digits
 // significant digits.
 func round(p *profile.Profile) {
-	for _, x := range []*float64{&p.H2D, &p.D2H, &p.HostBW, &p.FLOPS, &p.MemBW, &p.Launch, &p.HalfWork, &p.LinkLatency,
+	for _, x := range []*float64{&p.H2D, &p.D2H, &p.HostBW, &p.FLOPS, &p.MemBW, &p.Launch, &p.HalfWork, &p.LinkLatency, &p.WakeLatency,
 		&p.Measured.StepS, &p.Measured.ComputeS, &p.Measured.TailScale, &p.Measured.CopyBytesPerS} {
 		*x = roundSig(*x)
 	}

@@ -22,8 +22,9 @@ type Options struct {
 	// Seed seeds the random input data.
 	Seed uint64
 	// Pacing also measures how late a paced copy ends while the step
-	// computes (Measurements.PaceOverheadS), which an emulated link
-	// needs.
+	// computes (Measurements.PaceOverheadS): what an emulated link adds
+	// to a copy, and how long a goroutine waiting for another stream
+	// waits for a core (the profile's WakeLatency).
 	Pacing bool
 	// Progress, when set, is told after every step (warm-up included).
 	Progress func(done, total int)

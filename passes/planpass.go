@@ -204,7 +204,7 @@ func PlanRounds(s *State, pol Policy) error {
 		return err
 	}
 	r := &Report{Policy: pol.Name(), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL),
-		Order: string(s.order), Link: p.Emulation}
+		Order: string(s.order), Link: p.Emulation, Measured: len(p.OpTimes) > 0}
 	if ab := s.asBuilt; ab != nil {
 		// The unplanned step is the step as built, whatever order the
 		// plan is made in (issue 12 item 5: the depth-first order's peak

@@ -32,6 +32,9 @@ type Report struct {
 	// the profile it was made with (nil: none, a GPU's profile): what
 	// `tsplitc run` paces the copy streams to.
 	Link *profile.Emulation `json:"emulated_link,omitempty"`
+	// Measured marks a plan made with a profile measured on the CPU
+	// device (tsplitc profile): its predictions are that device's.
+	Measured bool `json:"measured_profile,omitempty"`
 	// Decisions lists every tensor decision, in the order made.
 	Decisions []DecisionReport `json:"decisions"`
 	// Base and Planned are the memory timelines (M_i along the schedule)

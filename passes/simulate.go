@@ -49,7 +49,9 @@ const (
 // inputs are ready; after op i the host frees the tensors whose life
 // ends there and first waits for every task that touched them, so a
 // swap-out that has not finished delays the next issue — exactly the
-// executor's rule. Op times come from the profile.
+// executor's rule. Op times come from the profile, and so does the
+// delay with which a task waiting on another stream resumes (WakeLatency:
+// none on a GPU, a goroutine's wait for a core on the CPU device).
 func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 	order := g.Order()
 	n := len(order)
@@ -69,13 +71,12 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 			freesAt[e.Pos] = append(freesAt[e.Pos], e.Interval)
 		}
 	}
+	// A task waiting for a task of another stream, and the issuing
+	// thread waiting for a copy before a free, resume WakeLatency after
+	// it ends (profile.Profile.WakeLatency; 0 on a GPU).
+	wake := p.WakeLatency
+	readyOn := make([]int8, g.NumValueIDs()) // stream of the producer + 1 (0: none)
 	for i, op := range order {
-		deps, depBy := host, hostBy
-		for _, v := range op.Inputs() {
-			if v != nil && ready[v.ID] > deps {
-				deps, depBy = ready[v.ID], readyBy[v.ID]
-			}
-		}
 		tl.Blame[i] = -1
 		var st int
 		var dur float64
@@ -93,6 +94,19 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 			st, dur = StreamCompute, p.OpTime(op)
 			tl.ComputeTime += dur
 		}
+		deps, depBy := host, hostBy
+		for _, v := range op.Inputs() {
+			if v == nil {
+				continue
+			}
+			t := ready[v.ID]
+			if on := int(readyOn[v.ID]) - 1; on >= 0 && on != st {
+				t += wake
+			}
+			if t > deps {
+				deps, depBy = t, readyBy[v.ID]
+			}
+		}
 		start := max(deps, free[st])
 		if st == StreamCompute && start > free[st] {
 			tl.Stall += start - free[st] // idle compute stream: waiting on a transfer
@@ -108,7 +122,7 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 		}
 		for _, v := range op.Outputs() {
 			if v != nil {
-				ready[v.ID], readyBy[v.ID] = end, i
+				ready[v.ID], readyBy[v.ID], readyOn[v.ID] = end, i, int8(st+1)
 				touched(mem.ByValue[v.ID])
 			}
 		}
@@ -119,8 +133,11 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 		}
 		touched(mem.WorkspaceAt[i])
 		for _, idx := range freesAt[i] {
-			if touch[idx] > host {
-				host, hostBy = touch[idx], touchBy[idx]
+			if t := touch[idx]; t > host {
+				if tl.Stream[touchBy[idx]] != StreamCompute {
+					t += wake
+				}
+				host, hostBy = t, touchBy[idx]
 			}
 		}
 		tl.StepTime = max(tl.StepTime, end)

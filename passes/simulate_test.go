@@ -64,3 +64,38 @@ func TestSimulateSwapOverlaps(t *testing.T) {
 	}
 	t.Logf("step %.3g ms, compute %.3g ms, stall %.3g ms", tl.StepTime*1e3, tl.ComputeTime*1e3, tl.Stall*1e3)
 }
+
+// With a wake latency, the swap-out starts that long after the Relu it
+// copies, the Add that long after the swap-in it reads, and the free of
+// the Relu's output (after the first MatMul, its last reader) holds the
+// next issue until that long after the swap-out: each wait across
+// streams costs it once; ops of one stream follow each other without
+// it.
+func TestSimulateWakeLatency(t *testing.T) {
+	m := simGraph(t, true)
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := profile.Lookup("titan-rtx")
+	plain := Simulate(m.Graph, mem, p)
+	const w = 1e-3
+	p.WakeLatency = w
+	woken := Simulate(m.Graph, mem, p)
+	// positions: 0 Relu, 1 SwapOut, 2 MatMul, 3 MatMul, 4 SwapIn, 5 Add
+	if got := woken.Start[1] - woken.End[0]; math.Abs(got-w) > 1e-12 {
+		t.Errorf("swap-out starts %g after the Relu, want %g", got, w)
+	}
+	if got := woken.Start[3] - woken.End[1]; math.Abs(got-w) > 1e-12 {
+		t.Errorf("the second MatMul is issued %g after the swap-out, want %g", got, w)
+	}
+	if got := woken.Start[5] - woken.End[4]; math.Abs(got-w) > 1e-12 {
+		t.Errorf("the Add starts %g after its swap-in, want %g", got, w)
+	}
+	if got := woken.Start[2] - woken.End[0]; got != 0 {
+		t.Errorf("the first MatMul waits %g for the Relu", got)
+	}
+	if woken.StepTime <= plain.StepTime || woken.ComputeTime != plain.ComputeTime {
+		t.Errorf("step %g with a wake latency, %g without; compute %g, %g", woken.StepTime, plain.StepTime, woken.ComputeTime, plain.ComputeTime)
+	}
+}

@@ -50,6 +50,11 @@ type Profile struct {
 	// added to its bytes over the bandwidth (0 in the built-in
 	// profiles, whose copies are large).
 	LinkLatency float64 `json:"link_latency_s,omitempty"`
+	// WakeLatency is how long after a task ends a task waiting for it
+	// on another stream, or the thread issuing ops, resumes (s): on the
+	// CPU device a goroutine blocked on an event waits for a core; a
+	// GPU's streams wait for each other's events in hardware (0).
+	WakeLatency float64 `json:"wake_latency_s,omitempty"`
 	// Emulation, when set, makes this a profile of the CPU device
 	// standing in for a GPU: a plan made for it records the link, and
 	// the CPU device's copy streams take that long for every copy when
@@ -209,8 +214,8 @@ func (p *Profile) Validate() error {
 	case p.HostMemory <= 0:
 		return fmt.Errorf("host_memory_bytes must be positive")
 	}
-	if !(p.LinkLatency >= 0) {
-		return fmt.Errorf("link_latency_s must not be negative")
+	if !(p.LinkLatency >= 0) || !(p.WakeLatency >= 0) {
+		return fmt.Errorf("link_latency_s and wake_latency_s must not be negative")
 	}
 	if e := p.Emulation; e != nil && (!(e.H2D > 0) || !(e.D2H > 0) || !(e.Latency >= 0) || !(e.Overhead >= 0)) {
 		return fmt.Errorf("emulation: bandwidths must be positive, latency and overhead not negative")

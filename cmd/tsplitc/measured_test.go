@@ -47,6 +47,9 @@ func TestMeasuredProfilePlanRun(t *testing.T) {
 	if link, _ := run["emulated_link"].(map[string]any); link == nil || link["of"] != "titan-rtx" {
 		t.Errorf("run: emulated link %v", run["emulated_link"])
 	}
+	if p, _ := run["plan"].(map[string]any); p == nil || p["measured_profile"] != true || p["policy"] != "tsplit" {
+		t.Errorf("run: plan %v", run["plan"])
+	}
 	unplanned := jsonObject(t, "run", resnet18, "--train", "--batch", "2", "--iters", "2", "--json")
 	if unplanned["predicted_step_s"] != nil || unplanned["emulated_link"] != nil {
 		t.Errorf("an unplanned run reports a prediction %v or a link %v", unplanned["predicted_step_s"], unplanned["emulated_link"])

@@ -160,6 +160,7 @@ func showMeasured(w io.Writer, p *profile.Profile) {
 	fmt.Fprintf(tw, "roofline\t%.3g GFLOPS, half of it at %.3g FLOP; %s memory\n", p.FLOPS/1e9, p.HalfWork, rate(p.MemBW))
 	fmt.Fprintf(tw, "copies\t%s measured\n", rate(m.CopyBytesPerS))
 	fmt.Fprintf(tw, "host link\t%s host to device, %s device to host, %.3g µs per copy\n", rate(p.H2D), rate(p.D2H), p.LinkLatency*1e6)
+	fmt.Fprintf(tw, "wake-up\t%.3g µs for a task waiting on another stream\n", p.WakeLatency*1e6)
 	if e := p.Emulation; e != nil {
 		fmt.Fprintf(tw, "emulates\t%s: its roofline takes %.4g of the measured step, so its link is scaled by that; paced copies end %.3g µs late\n",
 			e.Of, e.Ratio, e.Overhead*1e6)
@@ -202,6 +203,9 @@ func showProfile(w io.Writer, p *profile.Profile) {
 	fmt.Fprintf(tw, "compute\t%s fp32 peak, %.0f%% reached by large kernels, half of that by kernels of %.3g FLOP\n", flops(p.FLOPS), 100*p.Efficiency, p.HalfWork)
 	fmt.Fprintf(tw, "memory bandwidth\t%s\n", rate(p.MemBW))
 	fmt.Fprintf(tw, "kernel launch\t%.3g µs\n", p.Launch*1e6)
+	if p.WakeLatency > 0 {
+		fmt.Fprintf(tw, "wake-up\t%.3g µs for a task waiting on another stream\n", p.WakeLatency*1e6)
+	}
 	fmt.Fprintf(tw, "host memory\t%s pinned for swaps\n", bytesStr(p.HostMemory))
 	if p.HostBW > 0 {
 		fmt.Fprintf(tw, "host copies\t%s\n", rate(p.HostBW))

@@ -182,8 +182,15 @@ func printStep(w io.Writer, res *tsplit.RunResult) {
 	}
 	fmt.Fprintf(w, "step         %s measured (%s)\n", ms(res.Step), which)
 	if p := res.Plan; p != nil {
-		fmt.Fprintf(w, "predicted    %s on %s (%s policy), measured/predicted %.3f\n", ms(time.Duration(p.Step*float64(time.Second))),
-			quote.Name(p.Device), p.Policy, res.Step.Seconds()/p.Step)
+		pred := ms(time.Duration(p.Step * float64(time.Second)))
+		if p.Measured {
+			fmt.Fprintf(w, "predicted    %s on %s (%s policy), measured/predicted %.3f\n", pred, quote.Name(p.Device), p.Policy, res.Step.Seconds()/p.Step)
+		} else {
+			// A GPU's profile: its prediction is for that GPU, not for
+			// the CPU device.
+			fmt.Fprintf(w, "predicted    %s on %s (%s policy): not this device's (a profile measured with tsplitc profile predicts the CPU device's, docs/measured.md)\n",
+				pred, quote.Name(p.Device), p.Policy)
+		}
 	}
 	st := res.Streams
 	fmt.Fprintf(w, "streams      compute %s busy, %s stalled (%s waiting for inputs)", ms(st.Compute.Busy), ms(st.Compute.Stall), ms(st.Compute.Wait))

@@ -50,7 +50,7 @@ const (
 // ends there and first waits for every task that touched them, so a
 // swap-out that has not finished delays the next issue — exactly the
 // executor's rule. Op times come from the profile, and so does the
-// delay with which a task waiting on another stream resumes (WakeLatency:
+// delay with which a copy waiting on another stream starts (WakeLatency:
 // none on a GPU, a goroutine's wait for a core on the CPU device).
 func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 	order := g.Order()
@@ -71,9 +71,12 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 			freesAt[e.Pos] = append(freesAt[e.Pos], e.Interval)
 		}
 	}
-	// A task waiting for a task of another stream, and the issuing
-	// thread waiting for a copy before a free, resume WakeLatency after
-	// it ends (profile.Profile.WakeLatency; 0 on a GPU).
+	// A copy (or host op) waiting for a task of another stream starts
+	// WakeLatency after it ends (profile.Profile.WakeLatency; 0 on a
+	// GPU): on the CPU device the task that ends readies the copy's
+	// goroutine and goes on running, and the copy waits for a core. A
+	// compute op or the issuing thread waiting for a copy resumes at
+	// once: the copy's goroutine stops when it is done.
 	wake := p.WakeLatency
 	readyOn := make([]int8, g.NumValueIDs()) // stream of the producer + 1 (0: none)
 	for i, op := range order {
@@ -100,7 +103,7 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 				continue
 			}
 			t := ready[v.ID]
-			if on := int(readyOn[v.ID]) - 1; on >= 0 && on != st {
+			if on := int(readyOn[v.ID]) - 1; st != StreamCompute && on >= 0 && on != st {
 				t += wake
 			}
 			if t > deps {
@@ -133,11 +136,8 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 		}
 		touched(mem.WorkspaceAt[i])
 		for _, idx := range freesAt[i] {
-			if t := touch[idx]; t > host {
-				if tl.Stream[touchBy[idx]] != StreamCompute {
-					t += wake
-				}
-				host, hostBy = t, touchBy[idx]
+			if touch[idx] > host {
+				host, hostBy = touch[idx], touchBy[idx]
 			}
 		}
 		tl.StepTime = max(tl.StepTime, end)

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/backend"
 )
 
@@ -55,11 +55,11 @@ func WriteMeasured(dir string, r *MeasuredResults) ([]string, error) {
 	}
 	for i, m := range r.Reps[0] {
 		// The profile of the last repetition: the one made last.
-		js, err := json.MarshalIndent(r.Reps[len(r.Reps)-1][i].Profile, "", "  ")
+		js, err := tsplit.MarshalProfile(r.Reps[len(r.Reps)-1][i].Profile)
 		if err != nil {
 			return written, err
 		}
-		if err := put(MeasuredFile+"_profile_"+m.Name+".json", append(js, '\n')); err != nil {
+		if err := put(MeasuredFile+"_profile_"+m.Name+".json", js); err != nil {
 			return written, err
 		}
 		name := MeasuredFile + "_" + m.Name

@@ -104,7 +104,7 @@ func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult,
 	res := &RunResult{File: path, Format: FormatNative, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: prog.Pool,
 		ModelPeak: l.Plan.Peak, Iters: iters, Training: ti}
 	if plan != nil {
-		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime}
+		res.Plan = planSummary(plan)
 		res.Link = plan.Link
 	}
 	var last *executor.ProgramResult

@@ -134,6 +134,11 @@ type PlanSummary struct {
 	Measured bool `json:"measured_profile"`
 }
 
+// planSummary is what a run reports of the plan it ran.
+func planSummary(r *passes.Report) *PlanSummary {
+	return &PlanSummary{Policy: r.Policy, Device: r.Device, Budget: r.Budget, Peak: r.Peak, Step: r.Time, BaseStep: r.BaseTime, Measured: r.Measured}
+}
+
 // readPlan reads the plan summary a planned model carries (nil, nil for
 // one without).
 func readPlan(m *ir.Model) (*passes.Report, error) {
@@ -292,7 +297,8 @@ func (o *RunOptions) check() error {
 // profile that emulates a GPU's link (profile.Emulation) runs with its
 // copy streams paced to that link, and the result holds the plan's
 // prediction next to the measured step (RunResult.Plan, Step, Streams).
-// It stops between ops once ctx is done. Errors: *UsageError for bad options, *InputError
+// It stops between ops once ctx is done. Errors: *UsageError for bad
+// options, *InputError
 // for a model the runtime cannot run (an unsupported op, missing or
 // mis-sized input data, a pool too small: the error names the op, the
 // tensor and the bytes), else the context's error.
@@ -363,7 +369,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	iters := max(opts.Iters, 1)
 	res := &RunResult{File: m.Path, Format: FormatONNX, Dims: m.Dims, Device: dev.Name(), Pool: pool, Need: need, ModelPeak: x.Mem.Peak, Iters: iters, Training: ti}
 	if plan != nil {
-		res.Plan = &PlanSummary{Policy: plan.Policy, Device: plan.Device, Budget: plan.Budget, Peak: plan.Peak, Step: plan.Time, BaseStep: plan.BaseTime, Measured: plan.Measured}
+		res.Plan = planSummary(plan)
 		res.Link = plan.Link
 	}
 	var last *executor.Result

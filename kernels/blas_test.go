@@ -122,9 +122,11 @@ func BenchmarkSgemm(b *testing.B) {
 			r := rand.New(rand.NewPCG(3, 4))
 			a, bb, c := nnRand(r, s.m*s.k), nnRand(r, s.k*s.n), make([]float32, s.m*s.n)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for b.Loop() {
 				sgemmPar(false, false, s.m, s.n, s.k, 1, a, s.k, bb, s.n, 0, c, s.n)
 			}
+			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/(processCPU()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
 			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}

@@ -3,7 +3,9 @@ package kernels
 import (
 	"math/rand/v2"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tsplit/tsplit/ir"
 )
@@ -34,11 +36,13 @@ func benchOp(b *testing.B, op *ir.Op, ins []nnIn, flops float64) {
 	}
 	c := &Ctx{Op: op, In: in, Out: out, Workspace: ws}
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for b.Loop() {
 		if err := k.Run(c); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	b.ReportMetric(float64(len(ws))/(1<<20), "MiB-scratch")
 }
@@ -147,4 +151,41 @@ func BenchmarkConvTransposeResNet18Layer3(b *testing.B) {
 	ins := []nnIn{x, w, {}}
 	op := nnOp(b, 17, "ConvTranspose", ins, []string{"y"}, nnAInts("pads", 1, 1, 1, 1))
 	benchOp(b, op, ins, 2*8*256*14*14*256*9)
+}
+
+// benchConvWeightGradResNet18 benchmarks the weight gradient autodiff
+// emits for a resnet18 3×3, pad-1 convolution of c → m channels at
+// hw×hw (stride s), batch 8: the Conv of X as [c, 8, hw, hw] with dY as
+// [m, 8, o, o] for kernel (dilation s), giving [c, m, 3, 3].
+func benchConvWeightGradResNet18(b *testing.B, c, m, hw, s int) {
+	r := rand.New(rand.NewPCG(1, 9))
+	o := (hw+2-3)/s + 1
+	x, dy := nnF(r, int64(c), 8, int64(hw), int64(hw)), nnF(r, int64(m), 8, int64(o), int64(o))
+	end := int64(max(0, 2+(o-1)*s+1-hw-1))
+	ins := []nnIn{x, dy, {}}
+	op := nnOp(b, 17, "Conv", ins, []string{"y"}, nnAInts("dilations", int64(s), int64(s)), nnAInts("pads", 1, 1, end, end))
+	benchOp(b, op, ins, 2*float64(c*m*9)*8*float64(o*o))
+}
+
+func BenchmarkConvWeightGradResNet18Layer1(b *testing.B) {
+	benchConvWeightGradResNet18(b, 64, 64, 56, 1)
+}
+func BenchmarkConvWeightGradResNet18Layer2(b *testing.B) {
+	benchConvWeightGradResNet18(b, 128, 128, 28, 1)
+}
+func BenchmarkConvWeightGradResNet18Layer4(b *testing.B) {
+	benchConvWeightGradResNet18(b, 512, 512, 7, 1)
+}
+func BenchmarkConvWeightGradResNet18Layer2Down(b *testing.B) {
+	benchConvWeightGradResNet18(b, 64, 128, 56, 2)
+}
+
+// processCPU is the CPU time (user + system) the process has used: on a
+// machine shared with other jobs it varies less than the wall clock.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

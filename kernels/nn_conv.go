@@ -106,6 +106,13 @@ func (floatK[T]) conv(c *Ctx, p *convPlan) error {
 			return c.Errorf("workspace has %d bytes, Conv needs %d", len(c.Workspace), es*need)
 		}
 		col = viewAs[T](&Tensor{Data: c.Workspace[:es*need]})
+		if p.group == 1 {
+			convBatched(p, x, w, y, col)
+			if bias != nil {
+				addChannelBias(y, bias, p.n, p.m, outVol)
+			}
+			return nil
+		}
 	}
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {
@@ -120,7 +127,7 @@ func (floatK[T]) conv(c *Ctx, p *convPlan) error {
 			var beta T
 			for r0 := 0; r0 < kg; r0 += p.kb {
 				r1 := min(r0+p.kb, kg)
-				im2col(g, xg, r0, r1, col)
+				im2col(g, xg, 0, 1, r0, r1, col, outVol)
 				nnGemm(false, false, p.mg, outVol, r1-r0, 1, wg[r0:], kg, col, outVol, beta, yg, outVol)
 				beta = 1
 			}
@@ -146,20 +153,22 @@ func addChannelBias[T elemFloat](y, bias []T, n, m, vol int) {
 	})
 }
 
-// im2col writes rows [r0, r1) of the column matrix of x (channels of
-// g.in) into col, row r at col[(r-r0)·outVol:]: row (c, kd, kh, kw)
+// im2col writes rows [r0, r1) of the column matrices of images [0, imgs)
+// of x (image i at x[i·imgStride:], channels of g.in) into col: row r of
+// image i at col[(r-r0)·ld + i·P:], P = g.outVol(). Row (c, kd, kh, kw)
 // holds, for every output position, the input element that kernel tap
 // meets there (zero in the padding).
-func im2col[T elemFloat](g *nnGeom, x []T, r0, r1 int, col []T) {
+func im2col[T elemFloat](g *nnGeom, x []T, imgStride, imgs, r0, r1 int, col []T, ld int) {
 	kVol, inVol, outVol := g.kVol(), g.inVol(), g.outVol()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
-	Parallel(r1-r0, func(lo, hi int) {
-		for r := r0 + lo; r < r0+hi; r++ {
+	parRange((r1-r0)*imgs, outVol, func(lo, hi int) {
+		for it := lo; it < hi; it++ {
+			r, img := r0+it/imgs, it%imgs
 			ci, t := r/kVol, r%kVol
 			kd, kh, kw := t/(g.k[1]*g.k[2]), t/g.k[2]%g.k[1], t%g.k[2]
-			xc := x[ci*inVol : (ci+1)*inVol]
-			dst := col[(r-r0)*outVol:][:outVol]
+			xc := x[img*imgStride+ci*inVol:][:inVol]
+			dst := col[(r-r0)*ld+img*outVol:][:outVol]
 			offW := kw*g.d[2] - g.pb[2]
 			wlo, whi := nnRange(offW, g.s[2], IW, OW)
 			sw := g.s[2]

@@ -6,8 +6,10 @@
 // declared types, with every symbolic or unknown input dimension set to
 // BATCH (as shapes.js does: floats in [-1, 1), integers in [0, 10), bools
 // 0/1), runs 2 warm-up iterations, then ITERS timed ones, and prints
-//   {"ms_per_iter": <mean ms>, "min_ms": ..., "iters": ITERS, "batch": BATCH,
-//    "warmup": 2, "opt": "all"|"disabled", "threads": N|null}
+//   {"ms_per_iter": <mean ms>, "min_ms": ..., "median_ms": ...,
+//    "cpu_ms_per_iter": <median CPU ms of the process (user + system)>,
+//    "iters": ITERS, "batch": BATCH, "warmup": 2, "opt": "all"|"disabled",
+//    "threads": N|null}
 // on stdout. --no-opt disables ORT's graph optimisations; --threads sets
 // intraOpNumThreads (default: ORT's, one per core).
 
@@ -25,6 +27,13 @@ function rng(seed) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+// median of a non-empty array of numbers.
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function usage() {
@@ -78,15 +87,21 @@ io.main(async () => {
 
   for (let i = 0; i < WARMUP; i++) await session.run(feeds);
   const times = [];
+  const cpu = [];
   for (let i = 0; i < iters; i++) {
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1e3);
   }
   const mean = times.reduce((a, b) => a + b, 0) / times.length;
   process.stdout.write(JSON.stringify({
     ms_per_iter: mean,
     min_ms: Math.min(...times),
+    median_ms: median(times),
+    cpu_ms_per_iter: median(cpu),
     iters,
     batch,
     warmup: WARMUP,

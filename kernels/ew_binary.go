@@ -419,6 +419,13 @@ func (numK[T, A]) cmp(op int, w *ndWalk, y []byte, at, bt *Tensor) {
 				ys[i] = b2byte(a[ia+i*sa] < b[ib+i*sb])
 			}
 		case ewGt:
+			if sa == 1 && sb == 0 { // x > scalar (a ReLU gradient's mask)
+				as, bv := a[ia:ia+n], b[ib]
+				for i := range ys {
+					ys[i] = b2byte(as[i] > bv)
+				}
+				return
+			}
 			for i := range ys {
 				ys[i] = b2byte(a[ia+i*sa] > b[ib+i*sb])
 			}
@@ -544,6 +551,33 @@ func (wordK[T]) where(w *ndWalk, yt *Tensor, cond []byte, xt, zt *Tensor) {
 	sc, sx, sz := w.inner(1), w.inner(2), w.inner(3)
 	w.par(nil, func(off []int, n int) {
 		ys := y[off[0] : off[0]+n]
+		if sc == 1 && sx == 1 && (sz == 0 || sz == 1) {
+			// The common runs (a ReLU gradient: Where(y > 0, dy, 0)):
+			// contiguous condition and X, Y contiguous or a scalar.
+			cs, xs := cond[off[1]:off[1]+n], x[off[2]:off[2]+n]
+			// Both values are loaded before the choice, so that it
+			// compiles to a conditional move, not a mispredicted branch.
+			if sz == 0 {
+				zv := z[off[3]]
+				for i, c := range cs {
+					v, xv := zv, xs[i]
+					if c != 0 {
+						v = xv
+					}
+					ys[i] = v
+				}
+				return
+			}
+			zs := z[off[3] : off[3]+n]
+			for i, c := range cs {
+				v, xv := zs[i], xs[i]
+				if c != 0 {
+					v = xv
+				}
+				ys[i] = v
+			}
+			return
+		}
 		for i := range ys {
 			if cond[off[1]+i*sc] != 0 {
 				ys[i] = x[off[2]+i*sx]

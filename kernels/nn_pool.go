@@ -86,6 +86,24 @@ func (floatK[T]) maxPool(c *Ctx, g nnGeom, planes int) error {
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
 	tt := g.tapTable()
 	Parallel(planes, func(lo, hi int) {
+		// The maximum is separable: for each output row, the
+		// elementwise maximum of the input rows its windows cover
+		// (vrow), then of each window's taps along that row. Each step
+		// is a maximum over independent elements, not one long chain
+		// per window; Go's max propagates NaN and is order-free (max(-0,
+		// +0) = +0 either way), so the result is the window's maximum.
+		//
+		// With Indices, vfrom[iw] is the offset of the input row where
+		// column iw first reaches vrow[iw] (updated on a strictly
+		// greater value, with a conditional move). The window's first
+		// maximum in scan order (kd, kh, kw) is then, among its columns
+		// whose vrow equals the maximum, the least vfrom + column: rows
+		// come in increasing offsets and differ by at least IW.
+		vrow := make([]T, IW)
+		var vfrom []int
+		if idx != nil {
+			vfrom = make([]int, IW)
+		}
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*inVol : (pl+1)*inVol]
 			yp := y[pl*outVol : (pl+1)*outVol]
@@ -95,44 +113,79 @@ func (floatK[T]) maxPool(c *Ctx, g nnGeom, planes int) error {
 				dlo, dhi, d0 := tt[0][od].lo, tt[0][od].hi, tt[0][od].start
 				for oh := 0; oh < OH; oh++ {
 					hlo, hhi, h0 := tt[1][oh].lo, tt[1][oh].hi, tt[1][oh].start
+					first := true
+					for kd := dlo; kd < dhi; kd++ {
+						id := d0 + kd*g.d[0]
+						for kh := hlo; kh < hhi; kh++ {
+							rowOff := (id*IH + h0 + kh*g.d[1]) * IW
+							src := xp[rowOff:][:IW]
+							if first {
+								copy(vrow, src)
+								for i := range vfrom {
+									vfrom[i] = rowOff
+								}
+								first = false
+								continue
+							}
+							if vfrom == nil {
+								for i, v := range src {
+									vrow[i] = max(vrow[i], v)
+								}
+								continue
+							}
+							vfrom := vfrom[:len(src)]
+							for i, v := range src {
+								cur, from := vrow[i], vfrom[i]
+								if v > cur {
+									from = rowOff
+								}
+								vfrom[i], vrow[i] = from, max(cur, v)
+							}
+						}
+					}
 					for ow := 0; ow < OW; ow++ {
 						wlo, whi, w0 := tt[2][ow].lo, tt[2][ow].hi, tt[2][ow].start
-						if idx == nil {
-							// The maximum alone: branch-free max (NaN propagates).
-							best := T(math.Inf(-1))
-							for kd := dlo; kd < dhi; kd++ {
-								id := d0 + kd*g.d[0]
-								for kh := hlo; kh < hhi; kh++ {
-									rowOff := (id*IH + h0 + kh*g.d[1]) * IW
-									if g.d[2] == 1 {
-										for _, v := range xp[rowOff+w0+wlo : rowOff+w0+whi] {
-											best = max(best, v)
-										}
-										continue
-									}
-									for kw := wlo; kw < whi; kw++ {
-										best = max(best, xp[rowOff+w0+kw*g.d[2]])
-									}
-								}
+						best := T(math.Inf(-1))
+						if !first {
+							for kw := wlo; kw < whi; kw++ {
+								best = max(best, vrow[w0+kw*g.d[2]])
 							}
+						}
+						if idx == nil {
 							yp[o] = best
 							o++
 							continue
 						}
-						// With its position: the first strictly greater value
-						// (or first NaN) wins; -1 for an empty window.
-						best, at := T(math.Inf(-1)), -1
-						for kd := dlo; kd < dhi; kd++ {
-							id := d0 + kd*g.d[0]
-							for kh := hlo; kh < hhi; kh++ {
-								rowOff := (id*IH + h0 + kh*g.d[1]) * IW
-								for kw := wlo; kw < whi; kw++ {
-									j := rowOff + w0 + kw*g.d[2]
-									if v := xp[j]; v > best || at < 0 || v != v && best == best {
-										best, at = v, j
+						// Its position: the first element equal to the
+						// maximum; -1 for an empty window.
+						at := -1
+						if best == best && !first {
+							at = math.MaxInt
+							for kw := wlo; kw < whi; kw++ {
+								c := w0 + kw*g.d[2]
+								m := min(at, vfrom[c]+c)
+								if vrow[c] == best {
+									at = m
+								}
+							}
+						} else {
+							// NaN: the first NaN of a scan.
+						find:
+							for kd := dlo; kd < dhi; kd++ {
+								id := d0 + kd*g.d[0]
+								for kh := hlo; kh < hhi; kh++ {
+									rowOff := (id*IH + h0 + kh*g.d[1]) * IW
+									for kw := wlo; kw < whi; kw++ {
+										if j := rowOff + w0 + kw*g.d[2]; xp[j] != xp[j] {
+											at = j
+											break find
+										}
 									}
 								}
 							}
+						}
+						if at >= 0 {
+							best = xp[at] // -0 where the first zero is -0
 						}
 						yp[o] = best
 						if at < 0 {

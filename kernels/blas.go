@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	ownblas "github.com/tsplit/tsplit/kernels/internal/sgemm"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
@@ -46,7 +47,21 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if gemmDone(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
+	if ownblas.Enabled {
+		ownblas.Gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	blasSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmName names what computes the float32 products: "tsplit-avx512"
+// (package sgemm) when it is enabled, else the BLAS compiled in
+// ("openblas" or "gonum").
+func SgemmName() string {
+	if ownblas.Enabled {
+		return "tsplit-avx512"
+	}
+	return blasName
 }
 
 var gonumDgemm gonum.Implementation

@@ -10,11 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,6 +21,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
 )
 
 // refBenchIters is how many timed iterations scripts/ort/bench.js and
@@ -106,14 +104,14 @@ func benchStep(b *testing.B, name string, batch int64, train bool) {
 		r = refBench("ort", path, name, batch)
 	}
 	if r.err != nil {
-		b.Logf("%s %s step, batch %d: tsplit %.1f ms (%.0f CPU ms) on the CPU device (GOMAXPROCS %d, BLAS %s); no %s comparison: %v",
-			name, step, batch, ours, oursCPU, runtime.GOMAXPROCS(0), blasBuild(), ref, r.err)
+		b.Logf("%s %s step, batch %d: tsplit %.1f ms (%.0f CPU ms) on the CPU device (GOMAXPROCS %d, sgemm %s); no %s comparison: %v",
+			name, step, batch, ours, oursCPU, runtime.GOMAXPROCS(0), kernels.SgemmName(), ref, r.err)
 		return
 	}
 	b.ReportMetric(r.ms, unit+"_ms/iter")
 	b.ReportMetric(ours/r.ms, "x_"+unit)
-	b.Logf("%s %s step, batch %d: tsplit %.1f ms (%.0f CPU ms), %s %.1f ms (%.0f CPU ms): %.2fx (target <= %gx; medians of %d and %d steps, GOMAXPROCS %d, BLAS %s)",
-		name, step, batch, ours, oursCPU, ref, r.ms, r.cpuMS, ours/r.ms, target, len(wall), refBenchIters, runtime.GOMAXPROCS(0), blasBuild())
+	b.Logf("%s %s step, batch %d: tsplit %.1f ms (%.0f CPU ms), %s %.1f ms (%.0f CPU ms): %.2fx (target <= %gx; medians of %d and %d steps, GOMAXPROCS %d, sgemm %s)",
+		name, step, batch, ours, oursCPU, ref, r.ms, r.cpuMS, ours/r.ms, target, len(wall), refBenchIters, runtime.GOMAXPROCS(0), kernels.SgemmName())
 }
 
 // median of a non-empty slice (sorted in place).
@@ -133,19 +131,6 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// blasBuild names the BLAS the kernels were built with: OpenBLAS under
-// the openblas build tag, gonum's pure-Go BLAS otherwise (kernels/blas.go).
-func blasBuild() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "openblas") {
-				return "openblas"
-			}
-		}
-	}
-	return "gonum"
 }
 
 // refBench runs the reference runtime's timing script once per

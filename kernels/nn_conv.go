@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tsplit/tsplit/ir"
+	ownblas "github.com/tsplit/tsplit/kernels/internal/sgemm"
 )
 
 // Conv: im2col + GEMM, one image and one group at a time. The GEMM's
@@ -106,6 +107,14 @@ func (floatK[T]) conv(c *Ctx, p *convPlan) error {
 			return c.Errorf("workspace has %d bytes, Conv needs %d", len(c.Workspace), es*need)
 		}
 		col = viewAs[T](&Tensor{Data: c.Workspace[:es*need]})
+		if p.group == 1 && nnIs32[T]() && ownblas.Enabled {
+			ic := implicitConv{g: p.g, n: p.n, c: p.c, m: p.m, a: ownblas.Operand{Data: nnAs[float32](w), Stride: kg}}
+			ic.run(nnAs[float32](x), nnAs[float32](y), nnAs[float32](col))
+			if bias != nil {
+				addChannelBias(y, bias, p.n, p.m, outVol)
+			}
+			return nil
+		}
 		if p.group == 1 {
 			convBatched(p, x, w, y, col)
 			if bias != nil {

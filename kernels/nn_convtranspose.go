@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tsplit/tsplit/ir"
+	ownblas "github.com/tsplit/tsplit/kernels/internal/sgemm"
 )
 
 // ConvTranspose: GEMM + col2im, one image and one group at a time. For
@@ -158,6 +159,19 @@ func (floatK[T]) convTranspose(c *Ctx, p *convTPlan) error {
 			return c.Errorf("workspace has %d bytes, ConvTranspose needs %d", len(c.Workspace), es*need)
 		}
 		col = viewAs[T](&Tensor{Data: c.Workspace[:es*need]})
+	}
+	if p.group == 1 && !p.direct && g.s == [nnMaxSpatial]int{1, 1, 1} && nnIs32[T]() && ownblas.Enabled {
+		// Stride 1: the Conv of X with the flipped kernel (nn_conv_implicit.go).
+		cg := *g
+		for i := range cg.pb {
+			cg.pb[i] = (cg.k[i]-1)*cg.d[i] - g.pb[i]
+		}
+		ic := implicitConv{g: cg, n: p.n, c: p.c, m: p.m, a: flippedWeights(nnAs[float32](w), p.m, kVol)}
+		ic.run(nnAs[float32](x), nnAs[float32](y), nnAs[float32](col))
+		if bias != nil {
+			addChannelBias(y, bias, p.n, p.m, outVol)
+		}
+		return nil
 	}
 	for n := 0; n < p.n; n++ {
 		for gi := 0; gi < p.group; gi++ {

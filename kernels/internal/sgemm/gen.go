@@ -28,6 +28,7 @@ func main() {
 	for _, w := range []int{48, 16} {
 		kernel(&b, w)
 	}
+	transpose(&b)
 	if err := os.WriteFile("sgemm_amd64.s", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -112,6 +113,83 @@ func kernel(b *strings.Builder, w int) {
 			p("ADDQ R9, DX")
 		}
 	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// transpose writes transpose8(dst, ldd, src, lds, n): for each column c
+// < n (a multiple of 8) of the 8 rows src, src+lds, …, src+7·lds, the 8
+// values of column c to dst + c·ldd (8 consecutive floats): the 8×8
+// blocks go through the AVX registers (unpack, shuffle, permute), the
+// packing of a k-major panel from rows.
+func transpose(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, "\t"+format+"\n", args...) }
+	b.WriteString("\n// func transpose8(dst *float32, ldd int, src *float32, lds int, n int)\n")
+	b.WriteString("TEXT ·transpose8(SB), NOSPLIT, $0-40\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ ldd+8(FP), R8")
+	p("SHLQ $2, R8")
+	p("MOVQ src+16(FP), SI")
+	p("MOVQ lds+24(FP), R9")
+	p("SHLQ $2, R9")
+	p("MOVQ n+32(FP), CX")
+	// R10 = 3·lds, R13 = 3·ldd (bytes).
+	p("LEAQ (R9)(R9*2), R10")
+	p("LEAQ (R8)(R8*2), R13")
+	p("SHRQ $3, CX")
+	p("JZ transpose8_done")
+	b.WriteString("transpose8_loop:\n")
+	// Rows 0–3 from SI, rows 4–7 from BX = SI + 4·lds.
+	p("LEAQ (SI)(R9*4), BX")
+	p("VMOVUPS (SI), Y0")
+	p("VMOVUPS (SI)(R9*1), Y1")
+	p("VMOVUPS (SI)(R9*2), Y2")
+	p("VMOVUPS (SI)(R10*1), Y3")
+	p("VMOVUPS (BX), Y4")
+	p("VMOVUPS (BX)(R9*1), Y5")
+	p("VMOVUPS (BX)(R9*2), Y6")
+	p("VMOVUPS (BX)(R10*1), Y7")
+	// Interleave pairs of rows: Y8 = (r0[0], r1[0], r0[1], r1[1] | …).
+	p("VUNPCKLPS Y1, Y0, Y8")
+	p("VUNPCKHPS Y1, Y0, Y9")
+	p("VUNPCKLPS Y3, Y2, Y10")
+	p("VUNPCKHPS Y3, Y2, Y11")
+	p("VUNPCKLPS Y5, Y4, Y12")
+	p("VUNPCKHPS Y5, Y4, Y13")
+	p("VUNPCKLPS Y7, Y6, Y14")
+	p("VUNPCKHPS Y7, Y6, Y15")
+	// Quadruples: Y0 = (r0[0], r1[0], r2[0], r3[0] | r0[4] … r3[4]), …
+	p("VSHUFPS $0x44, Y10, Y8, Y0")
+	p("VSHUFPS $0xEE, Y10, Y8, Y1")
+	p("VSHUFPS $0x44, Y11, Y9, Y2")
+	p("VSHUFPS $0xEE, Y11, Y9, Y3")
+	p("VSHUFPS $0x44, Y14, Y12, Y4")
+	p("VSHUFPS $0xEE, Y14, Y12, Y5")
+	p("VSHUFPS $0x44, Y15, Y13, Y6")
+	p("VSHUFPS $0xEE, Y15, Y13, Y7")
+	// Halves: column c = rows 0–3 (low lanes) then rows 4–7.
+	p("VPERM2F128 $0x20, Y4, Y0, Y8")
+	p("VPERM2F128 $0x20, Y5, Y1, Y9")
+	p("VPERM2F128 $0x20, Y6, Y2, Y10")
+	p("VPERM2F128 $0x20, Y7, Y3, Y11")
+	p("VPERM2F128 $0x31, Y4, Y0, Y12")
+	p("VPERM2F128 $0x31, Y5, Y1, Y13")
+	p("VPERM2F128 $0x31, Y6, Y2, Y14")
+	p("VPERM2F128 $0x31, Y7, Y3, Y15")
+	p("LEAQ (DI)(R8*4), BX")
+	p("VMOVUPS Y8, (DI)")
+	p("VMOVUPS Y9, (DI)(R8*1)")
+	p("VMOVUPS Y10, (DI)(R8*2)")
+	p("VMOVUPS Y11, (DI)(R13*1)")
+	p("VMOVUPS Y12, (BX)")
+	p("VMOVUPS Y13, (BX)(R8*1)")
+	p("VMOVUPS Y14, (BX)(R8*2)")
+	p("VMOVUPS Y15, (BX)(R13*1)")
+	p("ADDQ $32, SI")
+	p("LEAQ (DI)(R8*8), DI")
+	p("DECQ CX")
+	p("JNZ transpose8_loop")
+	b.WriteString("transpose8_done:\n")
 	p("VZEROUPPER")
 	p("RET")
 }

@@ -19,4 +19,12 @@ func kernel8x48(k int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func kernel8x16(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+// transpose8 writes, for each column c < n (n a multiple of 8) of the 8
+// rows src, src+lds, …, src+7·lds (strides in floats), the 8 values of
+// that column to dst + c·ldd, consecutively: the k-major layout of a
+// packed panel, from rows.
+//
+//go:noescape
+func transpose8(dst *float32, ldd int, src *float32, lds int, n int)
+
 //go:generate go run gen.go

@@ -12,3 +12,7 @@ func kernel8x48(k int, a, b, c *float32, ldc int, alpha, beta float32) {
 func kernel8x16(k int, a, b, c *float32, ldc int, alpha, beta float32) {
 	panic("sgemm: the micro-kernels are amd64 only")
 }
+
+func transpose8(dst *float32, ldd int, src *float32, lds int, n int) {
+	panic("sgemm: the micro-kernels are amd64 only")
+}

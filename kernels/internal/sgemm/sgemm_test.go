@@ -93,7 +93,11 @@ func TestGemm(t *testing.T) {
 			}
 		}
 		before := append([]float32(nil), c...)
-		Gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		// Each operand stored, or produced row by row or column by
+		// column (what a convolution's packing does).
+		opA := produced(r.IntN(3), Operand{Data: a, Stride: lda, Trans: transA})
+		opB := produced(r.IntN(3), Operand{Data: b, Stride: ldb, Trans: transB})
+		GemmOp(m, n, k, alpha, opA, opB, beta, c, ldc)
 		for i := 0; i < m; i++ {
 			for j := 0; j < ldc && i*ldc+j < len(c); j++ {
 				got := c[i*ldc+j]
@@ -105,10 +109,48 @@ func TestGemm(t *testing.T) {
 				}
 				w, g := want[i*n+j], mag[i*n+j]
 				if math.Abs(float64(got)-w) > 1e-5*g+1e-30 || got != got {
-					t.Fatalf("m%d n%d k%d transA %v transB %v alpha %v beta %v lds %d %d %d: C[%d][%d] = %v, want %v (scale %v)",
-						m, n, k, transA, transB, alpha, beta, lda, ldb, ldc, i, j, got, w, g)
+					t.Fatalf("m%d n%d k%d A %s B %s alpha %v beta %v lds %d %d %d: C[%d][%d] = %v, want %v (scale %v)",
+						m, n, k, opName(opA), opName(opB), alpha, beta, lda, ldb, ldc, i, j, got, w, g)
 				}
 			}
 		}
 	}
+}
+
+// produced turns a stored operand into one produced by rows (mode 1) or
+// columns (mode 2); mode 0 keeps it stored.
+func produced(mode int, x Operand) Operand {
+	at := func(r, c int) float32 {
+		if x.Trans {
+			return x.Data[c*x.Stride+r]
+		}
+		return x.Data[r*x.Stride+c]
+	}
+	switch mode {
+	case 1:
+		return Operand{Rows: func(r, c0 int, dst []float32) {
+			for j := range dst {
+				dst[j] = at(r, c0+j)
+			}
+		}}
+	case 2:
+		return Operand{Cols: func(c, r0 int, dst []float32) {
+			for i := range dst {
+				dst[i] = at(r0+i, c)
+			}
+		}}
+	}
+	return x
+}
+
+func opName(x Operand) string {
+	switch {
+	case x.Rows != nil:
+		return "rows"
+	case x.Cols != nil:
+		return "columns"
+	case x.Trans:
+		return "transposed"
+	}
+	return "stored"
 }

@@ -90,24 +90,43 @@ func (floatK[T]) batchNorm(c *Ctx) error {
 // in float64 in two passes (NaN for no element): the statistics that
 // BatchNormalization in training (the N blocks of a channel),
 // InstanceNormalization (a plane) and LayerNormalization (a row)
-// normalise with, written once.
+// normalise with, written once. Each pass keeps four partial sums, so
+// that consecutive additions do not wait on each other (as redRunSum).
 func meanVar[T elemFloat](x []T, off, n, vol, stride int) (mean, variance float64) {
-	var s float64
+	var s0, s1, s2, s3 float64
 	for i := 0; i < n; i++ {
-		for _, e := range x[off+i*stride:][:vol] {
-			s += float64(e)
+		seg := x[off+i*stride:][:vol]
+		j := 0
+		for ; j+4 <= len(seg); j += 4 {
+			s0 += float64(seg[j])
+			s1 += float64(seg[j+1])
+			s2 += float64(seg[j+2])
+			s3 += float64(seg[j+3])
+		}
+		for ; j < len(seg); j++ {
+			s0 += float64(seg[j])
 		}
 	}
 	cnt := float64(n * vol)
-	mean = s / cnt
-	var ss float64
+	mean = (s0 + s1 + s2 + s3) / cnt
+	var q0, q1, q2, q3 float64
 	for i := 0; i < n; i++ {
-		for _, e := range x[off+i*stride:][:vol] {
-			d := float64(e) - mean
-			ss += d * d
+		seg := x[off+i*stride:][:vol]
+		j := 0
+		for ; j+4 <= len(seg); j += 4 {
+			d0, d1 := float64(seg[j])-mean, float64(seg[j+1])-mean
+			d2, d3 := float64(seg[j+2])-mean, float64(seg[j+3])-mean
+			q0 += d0 * d0
+			q1 += d1 * d1
+			q2 += d2 * d2
+			q3 += d3 * d3
+		}
+		for ; j < len(seg); j++ {
+			d := float64(seg[j]) - mean
+			q0 += d * d
 		}
 	}
-	return mean, ss / cnt
+	return mean, (q0 + q1 + q2 + q3) / cnt
 }
 
 // layerNormDims splits input 0 at the (normalised) axis: outer rows of

@@ -3,7 +3,7 @@
 #   make build         build bin/tsplitc
 #   make test          install test oracles if missing, export torch models, run all tests
 #   make test-long     the long tier: checks that take minutes each (TSPLIT_LONG)
-#   make bench         benchmarks (go test -bench)
+#   make bench         benchmarks (go test -bench): first the CPU device vs PyTorch and ONNX Runtime
 #   make budget-sweep  predicted overhead vs budget of every policy (docs/benchmarks/budget_sweep*; -small: CI size)
 #   make bench-measured  every policy's plan run on the CPU device with an emulated link: measured vs predicted step
 #   make fuzz          fuzz the ONNX decoder, the runtime, the planner and the native plan loader (FUZZTIME=60s each by default)
@@ -70,8 +70,14 @@ fuzz:
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./backend/native
 	$(GO) test -tags '$(GOTAGS)' -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./backend/native
 
+# First the CPU device against the reference runtimes, side by side:
+# resnet18 at batch 8, the training step vs PyTorch (target <= 1.5x) and
+# the forward step vs ONNX Runtime (target <= 2x), medians of 5 steps
+# (docs/benchmarks/cpu_device.md); then every other benchmark.
+REFBENCH := ResNet18(Train|Forward)Batch8
 bench:
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./...
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench '$(REFBENCH)' -benchtime 5x ./executor/cpu
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -skip '$(REFBENCH)' -benchmem ./...
 
 # The paper's scale and throughput benchmarks (Tables IV–V, Figs. 12
 # and 14a) by real planning of the full-size models on the titan-rtx

@@ -14,16 +14,18 @@ import (
 // computing C = alpha·op(A)·op(B) + beta·C on row-major float32
 // matrices (op(A) is m×k, op(B) k×n, C m×n). It checks the operands and
 // does the degenerate products itself (gemmDone, shared with the float64
-// dgemm, which is gonum's in every build), then calls blasSgemm, of
-// which two implementations exist:
+// dgemm, which is gonum's in every build), then calls tsplit's own GEMM
+// (package kernels/internal/sgemm) on processors with AVX-512, or
+// blasSgemm, of which two implementations exist:
 //
 //   - blas_gonum.go (default build): gonum's pure-Go BLAS
 //     (gonum.org/v1/gonum/blas/gonum), no cgo needed;
 //   - blas_openblas.go (build tag openblas): OpenBLAS through cgo
 //     (cblas_sgemm; Debian's libopenblas-dev), several times faster.
 //
-// docs/blas.md has the measurements behind the choice and the build
-// instructions.
+// SgemmName says which one runs; TSPLIT_SGEMM=blas keeps the BLAS on an
+// AVX-512 processor. docs/blas.md has the measurements behind the choice
+// and the build instructions.
 //
 // Threading. The kernels own all parallelism: sgemm itself runs on the
 // calling goroutine (OpenBLAS is held to one thread: blas_openblas.go),

@@ -11,6 +11,8 @@
 // methods of the small generic types of misc_elem.go; numOf, floatOf
 // and wordOf there pick the instantiation for a tensor's type.
 //
-// Matrix products go through BLAS (see blas.go for which one and why).
+// Matrix products go through BLAS, or tsplit's own GEMM on processors
+// with AVX-512 (see blas.go for which one and why); convolutions pack
+// their column matrices straight into that GEMM (nn_conv_implicit.go).
 // Kernels split work over GOMAXPROCS goroutines with Parallel.
 package kernels

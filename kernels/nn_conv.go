@@ -7,9 +7,14 @@ import (
 	ownblas "github.com/tsplit/tsplit/kernels/internal/sgemm"
 )
 
-// Conv: im2col + GEMM, one image and one group at a time. The GEMM's
-// inner dimension K = (C/group)·prod(kernel) (the im2col rows) is cut
-// into blocks of at most kb rows (nnBlock under nnDefaultCap,
+// Conv: im2col + GEMM. Group-1 convolutions multiply the weights by the
+// column matrices of a group of images at once (nn_conv_batch.go: a
+// small output per image would make poor products), and where package
+// sgemm computes float32 products the column matrix is packed straight
+// from the image, never written out (nn_conv_implicit.go). Otherwise,
+// and for grouped convolutions, one image and one group at a time. The
+// GEMM's inner dimension K = (C/group)·prod(kernel) (the im2col rows) is
+// cut into blocks of at most kb rows (nnBlock under nnDefaultCap,
 // nn_generic.go): im2col builds one block, kb × prod(output spatial)
 // floats, and the GEMM accumulates it into the output (beta = 1 after the
 // first block). That block is the scratch (Kernel.Workspace), independent

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels/internal/simd"
 )
 
 // Unary elementwise kernels: activations and math functions on float32
@@ -223,6 +224,10 @@ func (floatK[T]) unary(c *Ctx, name string, mk ewUnaryMath, yt, xt *Tensor) erro
 	case "Relu":
 		parRange(len(x), 1, func(lo, hi int) {
 			ys := y[lo:hi]
+			if nnIs32[T]() {
+				simd.Relu(nnAs[float32](ys), nnAs[float32](x[lo:hi]))
+				return
+			}
 			for i, v := range x[lo:hi] {
 				ys[i] = max(v, 0) // branch-free; NaN stays NaN, -0 becomes +0
 			}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels/internal/simd"
 )
 
 // BatchNormalization and LayerNormalization. Statistics are accumulated
@@ -76,6 +77,10 @@ func (floatK[T]) batchNorm(c *Ctx) error {
 			for ni := 0; ni < n; ni++ {
 				off := (ni*ch + ci) * vol
 				src, dst := x[off:off+vol], y[off:off+vol]
+				if nnIs32[T]() {
+					simd.ScaleShift(nnAs[float32](dst), nnAs[float32](src), float32(af), float32(bf))
+					continue
+				}
 				for j, e := range src {
 					dst[j] = e*af + bf
 				}
@@ -90,43 +95,46 @@ func (floatK[T]) batchNorm(c *Ctx) error {
 // in float64 in two passes (NaN for no element): the statistics that
 // BatchNormalization in training (the N blocks of a channel),
 // InstanceNormalization (a plane) and LayerNormalization (a row)
-// normalise with, written once. Each pass keeps four partial sums, so
-// that consecutive additions do not wait on each other (as redRunSum).
+// normalise with, written once. Each pass keeps simd.Lanes partial sums
+// (element j of a block in sum j mod Lanes), so that additions do not
+// wait on each other; float32 data goes through package simd's
+// AVX-512 loops, which add in that same order.
 func meanVar[T elemFloat](x []T, off, n, vol, stride int) (mean, variance float64) {
-	var s0, s1, s2, s3 float64
+	var acc [simd.Lanes]float64
 	for i := 0; i < n; i++ {
 		seg := x[off+i*stride:][:vol]
-		j := 0
-		for ; j+4 <= len(seg); j += 4 {
-			s0 += float64(seg[j])
-			s1 += float64(seg[j+1])
-			s2 += float64(seg[j+2])
-			s3 += float64(seg[j+3])
+		if nnIs32[T]() {
+			simd.AddLanes(nnAs[float32](seg), &acc)
+			continue
 		}
-		for ; j < len(seg); j++ {
-			s0 += float64(seg[j])
+		for j, e := range seg {
+			acc[j%simd.Lanes] += float64(e)
 		}
 	}
 	cnt := float64(n * vol)
-	mean = (s0 + s1 + s2 + s3) / cnt
-	var q0, q1, q2, q3 float64
+	mean = laneSum(&acc) / cnt
+	acc = [simd.Lanes]float64{}
 	for i := 0; i < n; i++ {
 		seg := x[off+i*stride:][:vol]
-		j := 0
-		for ; j+4 <= len(seg); j += 4 {
-			d0, d1 := float64(seg[j])-mean, float64(seg[j+1])-mean
-			d2, d3 := float64(seg[j+2])-mean, float64(seg[j+3])-mean
-			q0 += d0 * d0
-			q1 += d1 * d1
-			q2 += d2 * d2
-			q3 += d3 * d3
+		if nnIs32[T]() {
+			simd.AddSqDevLanes(nnAs[float32](seg), mean, &acc)
+			continue
 		}
-		for ; j < len(seg); j++ {
-			d := float64(seg[j]) - mean
-			q0 += d * d
+		for j, e := range seg {
+			d := float64(e) - mean
+			acc[j%simd.Lanes] += d * d
 		}
 	}
-	return mean, (q0 + q1 + q2 + q3) / cnt
+	return mean, laneSum(&acc) / cnt
+}
+
+// laneSum adds the partial sums in order.
+func laneSum(acc *[simd.Lanes]float64) float64 {
+	var s float64
+	for _, v := range acc {
+		s += v
+	}
+	return s
 }
 
 // layerNormDims splits input 0 at the (normalised) axis: outer rows of

@@ -12,13 +12,18 @@ import (
 // as in nn_conv_batch.go (Z = W·[col₀ … col_{G-1}], then moved into Y's
 // layout), Z living in the workspace or in the part of Y later groups
 // have not written yet; with no column block to hold, groups are as
-// large as convBatchCols asks.
+// large as implicitBatchCols asks.
 //
 // A ConvTranspose of stride 1 (the input gradient of a stride-1 Conv)
 // is a Conv of its input with the kernel flipped in every spatial
 // dimension and input and output channels exchanged, begin padding
 // (k-1)·d - pads: it goes the same way, its A operand produced from W in
 // that order, and needs no col2im.
+
+// implicitBatchCols is the GEMM width (G·P) a group of images aims at
+// here: with no column block to hold, only Z limits the group, and every
+// group packs all of A again.
+const implicitBatchCols = 1024
 
 // implicitConv is a group-1 convolution of n images of c channels
 // (geometry g) into m output channels: y (n, m, out...) = A (m ×
@@ -40,7 +45,7 @@ func (ic *implicitConv) run(x, y, ws []float32) {
 		return
 	}
 	trans := g.k[2] > g.out[2]
-	want := max(1, (convBatchCols+ov-1)/ov)
+	want := max(1, (implicitBatchCols+ov-1)/ov)
 	for g0 := 0; g0 < ic.n; {
 		rem := ic.n - g0
 		// The group: Z in the workspace, or in Y past the group.

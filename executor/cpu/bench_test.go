@@ -136,7 +136,8 @@ func processCPU() time.Duration {
 // refBench runs the reference runtime's timing script once per
 // (runtime, model, batch) in this process: scripts/ort/bench.js on the
 // ONNX file (tool "ort") or scripts/torch_bench.py on the torchvision
-// model of that name (tool "torch").
+// model of that name (tool "torch"), with as many threads as tsplit has
+// (GOMAXPROCS: GOMAXPROCS=1 compares single-threaded runtimes).
 func refBench(tool, path, name string, batch int64) refResult {
 	key := fmt.Sprintf("%s %s@%d", tool, path, batch)
 	refRuns.Lock()
@@ -178,7 +179,7 @@ func runORTBench(path string, batch int64) refResult {
 		return refResult{err: err}
 	}
 	return runRefScript(exec.Command("node", filepath.Join(root, "scripts", "ort", "bench.js"), path,
-		strconv.FormatInt(batch, 10), strconv.Itoa(refBenchIters)))
+		strconv.FormatInt(batch, 10), strconv.Itoa(refBenchIters), "--threads", strconv.Itoa(runtime.GOMAXPROCS(0))))
 }
 
 func runTorchBench(name string, batch int64) refResult {
@@ -194,7 +195,7 @@ func runTorchBench(name string, batch int64) refResult {
 		return refResult{err: err}
 	}
 	return runRefScript(exec.Command(py, filepath.Join(root, "scripts", "torch_bench.py"), name,
-		strconv.FormatInt(batch, 10), strconv.Itoa(refBenchIters)))
+		strconv.FormatInt(batch, 10), strconv.Itoa(refBenchIters), "--threads", strconv.Itoa(runtime.GOMAXPROCS(0))))
 }
 
 // runRefScript runs a timing script that prints one JSON object with the

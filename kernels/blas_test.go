@@ -41,7 +41,9 @@ func nnRand(r *rand.Rand, n int) []float32 {
 	return s
 }
 
-func TestSgemm(t *testing.T) {
+func TestSgemm(t *testing.T) { eachSgemm(t, testSgemm) }
+
+func testSgemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for it := 0; it < 60; it++ {
 		m, n, k := 1+r.IntN(70), 1+r.IntN(70), r.IntN(90)
@@ -84,7 +86,9 @@ func TestSgemm(t *testing.T) {
 
 // TestSgemmConcurrent runs single-threaded products from many goroutines
 // at once, as sgemmPar and sgemmBatch do (OpenBLAS must be safe for it).
-func TestSgemmConcurrent(t *testing.T) {
+func TestSgemmConcurrent(t *testing.T) { eachSgemm(t, testSgemmConcurrent) }
+
+func testSgemmConcurrent(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const m, n, k, count = 37, 53, 61, 24
 	a, b := nnRand(r, count*m*k), nnRand(r, count*k*n)

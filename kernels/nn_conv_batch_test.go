@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/ir"
+	ownblas "github.com/tsplit/tsplit/kernels/internal/sgemm"
 )
 
 // TestConvBatched: group-1 convolutions of many images with small
@@ -16,7 +17,9 @@ import (
 // against the direct reference. The test replays convBatchFit as the
 // kernel does and asks that every placement of Z and of the column
 // block, and groups of one and of several images, were met.
-func TestConvBatched(t *testing.T) {
+func TestConvBatched(t *testing.T) { eachSgemm(t, testConvBatched) }
+
+func testConvBatched(t *testing.T) {
 	r := rand.New(rand.NewPCG(40, 41))
 	seen := map[string]int{}
 	for i := 0; i < 100; i++ {
@@ -105,5 +108,20 @@ func TestConvBatched(t *testing.T) {
 		if seen[s] < 5 {
 			t.Errorf("%s: met %d times (%v)", s, seen[s], seen)
 		}
+	}
+}
+
+// eachSgemm runs f as a subtest with the float32 products on the BLAS
+// compiled in ("blas") and, where package sgemm is enabled (AVX-512),
+// again on it ("own"), where convolutions take the implicit path: each
+// machine tests both of the paths it can run.
+func eachSgemm(t *testing.T, f func(t *testing.T)) {
+	saved := ownblas.Enabled
+	defer func() { ownblas.Enabled = saved }()
+	ownblas.Enabled = false
+	t.Run("blas", f)
+	if saved {
+		ownblas.Enabled = true
+		t.Run("own", f)
 	}
 }

@@ -209,14 +209,18 @@ func runConvCase(t *testing.T, r *rand.Rand, cc convCase) {
 	nnClose(t, "float64 "+cc.String(), got64[0].F64(), want, tol64)
 }
 
-func TestConvRandom(t *testing.T) {
+func TestConvRandom(t *testing.T) { eachSgemm(t, testConvRandom) }
+
+func testConvRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(10, 11))
 	for i := 0; i < 300; i++ {
 		runConvCase(t, r, randConvCase(r, false))
 	}
 }
 
-func TestConvCases(t *testing.T) {
+func TestConvCases(t *testing.T) { eachSgemm(t, testConvCases) }
+
+func testConvCases(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 13))
 	for _, cc := range []convCase{
 		// 1×1, stride 1: no im2col.
@@ -322,7 +326,9 @@ func runConvTransposeCase(t *testing.T, r *rand.Rand, cc convCase) {
 	nnClose(t, "float64 ConvTranspose "+cc.String(), got64[0].F64(), want, tol64)
 }
 
-func TestConvTransposeRandom(t *testing.T) {
+func TestConvTransposeRandom(t *testing.T) { eachSgemm(t, testConvTransposeRandom) }
+
+func testConvTransposeRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 15))
 	for i := 0; i < 200; i++ {
 		cc := randConvCase(r, true)
@@ -338,7 +344,9 @@ func TestConvTransposeRandom(t *testing.T) {
 	}
 }
 
-func TestConvTransposeCases(t *testing.T) {
+func TestConvTransposeCases(t *testing.T) { eachSgemm(t, testConvTransposeCases) }
+
+func testConvTransposeCases(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 17))
 	for _, cc := range []convCase{
 		// 1×1 stride 1: GEMM straight into Y.
@@ -427,7 +435,9 @@ func nnFixedCap(capBytes int64) nnScratchCap { return func(int64) int64 { return
 // im2col row a block) to the whole column matrix, so that K is cut into
 // blocks of every size, many with a shorter last block; float32 and
 // float64 against the direct reference.
-func TestConvBlocked(t *testing.T) {
+func TestConvBlocked(t *testing.T) { eachSgemm(t, testConvBlocked) }
+
+func testConvBlocked(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 31))
 	blocked, ragged := 0, 0
 	for i := 0; i < 300; i++ {
@@ -483,7 +493,9 @@ func TestConvBlocked(t *testing.T) {
 // column matrix cut into blocks of rows (that may split a channel's
 // kernel taps) or of input pixels (that start and end anywhere in an
 // input row).
-func TestConvTransposeBlocked(t *testing.T) {
+func TestConvTransposeBlocked(t *testing.T) { eachSgemm(t, testConvTransposeBlocked) }
+
+func testConvTransposeBlocked(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 33))
 	byRows, byCols, ragged := 0, 0, 0
 	for i := 0; i < 200; i++ {

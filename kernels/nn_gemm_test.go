@@ -9,7 +9,9 @@ import (
 	"github.com/tsplit/tsplit/ir"
 )
 
-func TestGemm(t *testing.T) {
+func TestGemm(t *testing.T) { eachSgemm(t, testGemm) }
+
+func testGemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(70, 71))
 	for it := 0; it < 60; it++ {
 		m, n, k := 1+r.IntN(40), 1+r.IntN(40), 1+r.IntN(50)
@@ -104,7 +106,9 @@ func refMatMul(a []float32, as []int64, b []float32, bs []int64) ([]int64, []flo
 	return out, y
 }
 
-func TestMatMul(t *testing.T) {
+func TestMatMul(t *testing.T) { eachSgemm(t, testMatMul) }
+
+func testMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(72, 73))
 	for _, tc := range []struct{ a, b []int64 }{
 		{[]int64{3, 4}, []int64{4, 5}},

@@ -53,11 +53,12 @@ test-go:
 # The long tier: inception's budget sweep, bert-base's exact model and
 # the runs of the CI-sized benchmark's plans above batch 512, ONNX
 # Runtime on the torch resnet18/densenet121 plans of every policy at
-# 65/80 % where half the peak does not fit: the same
+# 65/80 % where half the peak does not fit, and the native plans of
+# the four largest torch exports: the same
 # claims make test checks on the other families, cases and plans, at
 # minutes of CPU each.
 test-long: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallPlansRun|TestORTRunsEveryPolicysPlan' ./bench ./bound ./policy
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip' ./bench ./bound ./policy ./backend/native
 
 # The decoder and frontend on arbitrary bytes; the runtime on random
 # small graphs of supported ops with random data (executor/cpu FuzzRun);

@@ -100,10 +100,17 @@ func TestZooRoundTrip(t *testing.T) {
 // TestTorchRoundTrip is TestZooRoundTrip for the PyTorch exports
 // (testdata/torch) planned into 75 % of their peak: the integration
 // tier.
+// longTorch are the exports whose round trip runs in the long tier:
+// the largest steps (together over two minutes of make test's CPU).
+var longTorch = map[string]bool{"vgg16": true, "resnet50": true, "inception_v3": true, "densenet121": true}
+
 func TestTorchRoundTrip(t *testing.T) {
 	oracle.Integration(t, "training steps of the full-size PyTorch exports")
 	for _, name := range torchModels {
 		t.Run(name, func(t *testing.T) {
+			if longTorch[name] {
+				oracle.Long(t, name+"'s native plan (tens of seconds of CPU to run)")
+			}
 			batch := int64(2)
 			if name == "vgg16" {
 				batch = 1

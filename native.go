@@ -88,12 +88,7 @@ func runPlanFile(ctx context.Context, path string, opts RunOptions) (*RunResult,
 	for _, n := range prog.Host {
 		host += n
 	}
-	for _, v := range m.Graph.Inputs {
-		if v.Kind != ir.KindInit {
-			host += v.Bytes()
-		}
-	}
-	if err := cpu.CheckMemory(pool+host, "the pool with the run's host memory"); err != nil {
+	if err := checkRunMemory(m, pool, host); err != nil {
 		return fail(err)
 	}
 	inputs, err := runInputs(m, &opts)

@@ -353,13 +353,7 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	// The pool is allocated but not touched yet; with the host memory
 	// the run adds (input data, tensors swapped out) it must fit the
 	// machine, or Go's fatal out-of-memory error ends the process.
-	host := x.Mem.HostPeak
-	for _, v := range m.Graph.Inputs {
-		if v.Kind != ir.KindInit {
-			host += v.Bytes()
-		}
-	}
-	if err := cpu.CheckMemory(pool+host, "the pool with the run's host memory"); err != nil {
+	if err := checkRunMemory(m, pool, x.Mem.HostPeak); err != nil {
 		return fail(err)
 	}
 	inputs, err := runInputs(m, &opts)
@@ -425,6 +419,19 @@ func runError(ctx context.Context, file string, err error) error {
 		return withFile(file, &PanicError{Op: oe.Op.Describe(), Value: oe.Err, Stack: oe.Stack})
 	}
 	return inputError(file, err)
+}
+
+// checkRunMemory checks that the pool, the host memory a run holds
+// (swapped-out tensors: host) and m's input data fit the machine, before
+// the pool is touched: otherwise Go's fatal out-of-memory error ends the
+// process.
+func checkRunMemory(m *ir.Model, pool, host int64) error {
+	for _, v := range m.Graph.Inputs {
+		if v.Kind != ir.KindInit {
+			host += v.Bytes()
+		}
+	}
+	return cpu.CheckMemory(pool+host, "the pool with the run's host memory")
 }
 
 // iterate runs step res.Iters times as a training loop: the outputs a

@@ -26,13 +26,33 @@ import (
 // activations never exist: the memory model's peak drops from the
 // largest activation to a tile's working set beside the checkpoints.
 //
-// This is the forward pass only. The training step's backward through a
-// segment (recompute each tile from the input checkpoint, back-propagate
-// the output tile's gradient, add the input and weight gradients over
-// tiles) is described in docs/sft.md.
+// This is the forward pass. The training step's backward through a
+// segment recomputes each cell from the input checkpoint
+// (RecomputeTiles, tileback.go), which needs the ops of each cell: the
+// FusedTiles record.
+
+// FusedTiles records what InsertFusedTiles made of a segment.
+type FusedTiles struct {
+	Tiling *Tiling
+	// Cells lists the ops of each cell of the grid in the order they
+	// run: the Slices of the input checkpoints, the segment's ops on the
+	// tile, the Slices that trim halos.
+	Cells [][]*ir.Op
+	// Merges are the Concats that assemble the outputs from their tiles.
+	Merges []*ir.Op
+}
 
 // InsertFusedTiles rewrites the segment of tl as fused tiles.
-func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
+func InsertFusedTiles(m *ir.Model, tl *Tiling) (*FusedTiles, error) {
+	ft := &FusedTiles{Tiling: tl}
+	err := insertFusedTiles(m, tl, ft)
+	if err != nil {
+		return nil, err
+	}
+	return ft, nil
+}
+
+func insertFusedTiles(m *ir.Model, tl *Tiling, ft *FusedTiles) error {
 	g := m.Graph
 	seg := tl.Seg
 	inSeg := map[*ir.Op]bool{}
@@ -44,6 +64,11 @@ func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
 			}
 		}
 	}
+	grid := 1
+	for _, n := range tl.Counts {
+		grid *= n
+	}
+	merging := false // the ops inserted from here on are the output merges
 	pos := g.Position()
 	at := pos[seg.Ops[0].ID]
 	if at < 0 {
@@ -58,6 +83,11 @@ func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
 		o.Phase, o.Origin = phase, "fusetile"
 		if err := ir.InferAndSet(o, m.Opset("")); err != nil {
 			return nil, fmt.Errorf("fusetile: %s: %w", o.Describe(), err)
+		}
+		if merging {
+			ft.Merges = append(ft.Merges, o)
+		} else {
+			ft.Cells[len(ft.Cells)-1] = append(ft.Cells[len(ft.Cells)-1], o)
 		}
 		return o, nil
 	}
@@ -89,13 +119,10 @@ func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
 		return v, nil
 	}
 
-	grid := 1
-	for _, n := range tl.Counts {
-		grid *= n
-	}
 	pieces := make(map[*ir.Value][]*ir.Value, len(seg.Outputs))
 	cell := make([]int, len(tl.Dims))
 	for c := 0; c < grid; c++ {
+		ft.Cells = append(ft.Cells, nil)
 		r := c
 		for i := len(cell) - 1; i >= 0; i-- {
 			cell[i] = r % tl.Counts[i]
@@ -171,6 +198,7 @@ func InsertFusedTiles(m *ir.Model, tl *Tiling) error {
 
 	// Merge each output's tiles: the grid is row-major, so the last
 	// dimension's tiles are adjacent.
+	merging = true
 	for _, v := range seg.Outputs {
 		ps := pieces[v]
 		for i := len(tl.Dims) - 1; i >= 0; i-- {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/backend"
-	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
@@ -36,7 +35,7 @@ func fuseAndCompare(t *testing.T, m *ir.Model, budget int64, in map[string][]byt
 			t.Fatal(err)
 		}
 		t.Logf("segment [%s]: %v tiles, %d bytes per tile with its checkpoints", segNames(seg), tl.Counts, tl.WorkingSet())
-		if err := InsertFusedTiles(m, tl); err != nil {
+		if _, err := InsertFusedTiles(m, tl); err != nil {
 			t.Fatal(err)
 		}
 		if err := ir.Verify(m); err != nil {
@@ -111,7 +110,7 @@ func TestFusedTilesWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := InsertFusedTiles(m, tl); err != nil {
+		if _, err := InsertFusedTiles(m, tl); err != nil {
 			t.Fatalf("%v: %v", counts, err)
 		}
 		if err := ir.Verify(m); err != nil {
@@ -177,7 +176,7 @@ func TestFusedTilesBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := InsertFusedTiles(m, tl); err != nil {
+	if _, err := InsertFusedTiles(m, tl); err != nil {
 		t.Fatal(err)
 	}
 	if err := ir.Verify(m); err != nil {
@@ -195,13 +194,14 @@ func TestFusedTilesBranches(t *testing.T) {
 // autodiff through the tiles' Slices (whose gradients add the tiles'
 // input-region gradients into the whole, the overlap-add on the halos),
 // the per-tile ops (whose weight gradients add over the tiles) and the
-// Concats gives the loss and updated weights of the untiled step. The
-// peak is not reduced yet: every tile's activations wait for the
-// backward pass (docs/sft.md, the per-tile backward).
+// Concats gives the loss and updated weights of the untiled step. Alone
+// it does not reduce the peak: every tile's activations wait for the
+// backward pass. With each cell recomputed in the backward
+// (RecomputeTiles) the results stay the same and the peak falls below
+// the untiled step's.
 func TestFusedTilesTrainingStep(t *testing.T) {
 	train := func(m *ir.Model) *ir.Model {
-		m.Meta = map[string]string{}
-		if _, err := compiler.BuildTrainingStep(m, compiler.TrainOptions{Optimizer: "sgd", Loss: "mse"}); err != nil {
+		if err := trainSGD(m); err != nil {
 			t.Fatal(err)
 		}
 		return m
@@ -219,18 +219,34 @@ func TestFusedTilesTrainingStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := InsertFusedTiles(m, tl); err != nil {
+	ft, err := InsertFusedTiles(m, tl)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m = train(m)
-	got := plantest.RunUnplanned(t, m, in)
 	if len(base.Graph.Outputs) != 7 { // the loss and six updated weights
 		t.Fatalf("%d outputs", len(base.Graph.Outputs))
 	}
-	for _, v := range base.Graph.Outputs {
-		if err := plantest.SameOutput(base.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-5); err != nil {
-			t.Error(err)
+	check := func(what string) {
+		got := plantest.RunUnplanned(t, m, in)
+		for _, v := range base.Graph.Outputs {
+			if err := plantest.SameOutput(base.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], 1e-5); err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
 		}
 	}
-	t.Logf("training step peak: untiled %d bytes, fused-tiled forward %d bytes", plantest.Peak(t, base), plantest.Peak(t, m))
+	check("tiled forward")
+	kept := plantest.Peak(t, m)
+	if err := RecomputeTiles(m, ft); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	check("cells recomputed in the backward")
+	untiled, recomputed := plantest.Peak(t, base), plantest.Peak(t, m)
+	t.Logf("training step peak: untiled %d bytes, fused-tiled forward %d bytes, cells recomputed %d bytes", untiled, kept, recomputed)
+	if kept <= untiled || recomputed >= untiled {
+		t.Errorf("peaks: untiled %d, tiles kept %d, recomputed %d bytes; want the kept tiles above the untiled step and the recompute below", untiled, kept, recomputed)
+	}
 }

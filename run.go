@@ -64,6 +64,13 @@ type RunOptions struct {
 	// .npy file (tensorfile.ReadNPY reads them back), with index.json
 	// mapping each output's name to its file.
 	SaveOutputs string
+	// Adapt moves the swap-in triggers of a planned model between
+	// iterations from what each iteration measured (package adapt,
+	// Capuchin's feedback-driven prefetch adjustment), within the
+	// plan's budget (and Pool, when given). The model given to Run is
+	// not changed; Output, when set, writes the adapted plan: the order
+	// and layout of the last iteration, with the trained state.
+	Adapt bool
 	// Progress, when set, is told after every iteration.
 	Progress func(Progress)
 }
@@ -116,6 +123,9 @@ type RunResult struct {
 	// (RunOptions.SaveOutputs), in the order of Outputs.
 	Trained string        `json:"trained_model,omitempty"`
 	Saved   []SavedOutput `json:"saved_outputs,omitempty"`
+	// Adapted has one entry per iteration of a run with
+	// RunOptions.Adapt: what it measured and what moved after it.
+	Adapted []AdaptedIter `json:"adapted,omitempty"`
 }
 
 // PlanSummary is a planned model's own account of its plan
@@ -269,6 +279,9 @@ func RunFile(ctx context.Context, path string, opts RunOptions) (*RunResult, err
 		return nil, err
 	}
 	if native.IsPlanFile(path) {
+		if opts.Adapt {
+			return nil, usage("Adapt", "moves the triggers of a planned ONNX model; %s is a native plan, whose commands are fixed", path)
+		}
 		return runPlanFile(ctx, path, opts)
 	}
 	m, err := load(ctx, path, iopts, nil)
@@ -311,6 +324,9 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		if _, err := train(ctx, m, *opts.Train, nil); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Adapt {
+		m = m.Clone() // adapting rewrites the order and the layout
 	}
 	ti, err := compiler.ReadTrainingInfo(m)
 	if err != nil {
@@ -366,16 +382,33 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		res.Plan = planSummary(plan)
 		res.Link = plan.Link
 	}
+	var ad *adapter
+	if opts.Adapt {
+		if ad, err = newAdapter(m, plan, xopts, opts.Pool); err != nil {
+			return nil, err
+		}
+	}
 	var last *executor.Result
+	ran := 0
 	err = iterate(res, m, ti, inputs, opts, func() (map[string][]byte, time.Duration, []executor.Record, error) {
 		var err error
 		if last, err = x.RunContext(ctx, inputs); err != nil {
 			return nil, 0, nil, err
 		}
+		if ran++; ad != nil {
+			if x, dev, err = ad.after(x, dev, last, ran == iters); err != nil {
+				return nil, 0, nil, err
+			}
+		}
 		return last.Outputs, last.Duration, last.Timeline, nil
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if ad != nil {
+		if err := ad.finish(res, x, dev); err != nil {
+			return fail(err)
+		}
 	}
 	res.Peak = last.HighWater
 	if err := finishRun(ctx, res, m, last.Outputs, opts); err != nil {

@@ -33,6 +33,9 @@ type runFlags struct {
 	out string
 	// saveOutputs is --save-outputs, a folder for the outputs' .npy files.
 	saveOutputs string
+	// adapt is --adapt: move a plan's stalled swap-ins earlier between
+	// iterations.
+	adapt bool
 }
 
 // register adds run's own flags. --pool's older name --memory is added
@@ -45,6 +48,8 @@ func (f *runFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.train, "train", false, "build the training step of a forward model and run training steps")
 	fl.StringVar(&f.pool, "pool", "", "memory of the capped CPU device, e.g. 2MiB (default: what the model needs: a planned model's pool)")
 	fl.StringVar(&f.saveOutputs, "save-outputs", "", "write every output of the last iteration to this folder as a numpy .npy file (index.json maps output names to files)")
+	fl.BoolVar(&f.adapt, "adapt", false, "move the trigger of every swap-in that stalled its consumer earlier before the next iteration, within the plan's budget\n"+
+		"(Capuchin's feedback: 5% of the copy's time per iteration, docs/measured.md); -o then writes the adapted plan")
 	fl.BoolVar(&f.finite, "check-finite", false, "stop with an error naming the first op that computes a NaN or Inf, or the input holding one (default: on with --train)")
 }
 
@@ -108,7 +113,7 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	if f.train {
 		opts.Train = &f.trainFlags.opts
 	}
-	opts.Output, opts.SaveOutputs = f.out, f.saveOutputs
+	opts.Output, opts.SaveOutputs, opts.Adapt = f.out, f.saveOutputs, f.adapt
 	opts.CheckFinite = f.finite
 	if !cmd.Flags().Changed("check-finite") {
 		opts.CheckFinite = f.train
@@ -140,6 +145,7 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	fmt.Fprintf(w, "device       %s, pool %s (%d bytes); the %s needs %d bytes, peak live %d\n", res.Device, bytesStr(res.Pool), res.Pool, what, res.Need, res.ModelPeak)
 	fmt.Fprintf(w, "time/iter    %v (%d iterations)\n", res.TimePerIter.Round(time.Microsecond), res.Iters)
 	printStep(w, res)
+	printAdapted(w, res)
 	if isPlan {
 		fmt.Fprintf(w, "peak device  %s measured (%d bytes: the highest pool byte the commands used; the plan's live peak %d bytes)\n", bytesStr(res.Peak), res.Peak, res.ModelPeak)
 	} else {
@@ -168,7 +174,11 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 		fmt.Fprintf(w, "saved        %d outputs to %s (index.json names their files)\n", len(res.Saved), quote.Name(f.saveOutputs))
 	}
 	if res.Trained != "" {
-		fmt.Fprintf(w, "wrote        %s (the trained model)\n", quote.Name(res.Trained))
+		what := "the trained model"
+		if len(res.Adapted) > 0 {
+			what = "the adapted plan, with the trained state"
+		}
+		fmt.Fprintf(w, "wrote        %s (%s)\n", quote.Name(res.Trained), what)
 	}
 	return nil
 }
@@ -205,6 +215,15 @@ func printStep(w io.Writer, res *tsplit.RunResult) {
 	fmt.Fprintln(w)
 	if l := res.Link; l != nil {
 		fmt.Fprintf(w, "link         emulating %s: %s host to device, %s device to host, %.3g µs per copy\n", quote.Name(l.Of), rate(l.H2D), rate(l.D2H), l.Latency*1e6)
+	}
+}
+
+// printAdapted prints, for a run with --adapt, one line per iteration:
+// what stalled and what moved.
+func printAdapted(w io.Writer, res *tsplit.RunResult) {
+	for _, it := range res.Adapted {
+		fmt.Fprintf(w, "adapt %-6d step %.3f ms, swap-ins stalled %.3f ms (%d of them), compute stall %.3f ms; peak %d of budget %d; moved %d, held %d\n",
+			it.Iter, it.Step*1e3, it.SwapInStall*1e3, it.Stalled, it.Stall*1e3, it.Peak, it.Budget, it.Moved, it.Refused)
 	}
 }
 

@@ -71,6 +71,13 @@ type RunOptions struct {
 	// not changed; Output, when set, writes the adapted plan: the order
 	// and layout of the last iteration, with the trained state.
 	Adapt bool
+	// Report, when set, makes RunResult.Report: the plan's report with
+	// its predicted memory timeline and the one the last iteration
+	// measured. Device names the profile (a built-in name or a JSON file)
+	// the predicted timeline is simulated on; without it the report has
+	// no time axis, only op positions.
+	Report bool
+	Device string
 	// Progress, when set, is told after every iteration.
 	Progress func(Progress)
 }
@@ -126,6 +133,9 @@ type RunResult struct {
 	// Adapted has one entry per iteration of a run with
 	// RunOptions.Adapt: what it measured and what moved after it.
 	Adapted []AdaptedIter `json:"adapted,omitempty"`
+	// Report is the run's report (RunOptions.Report; package report
+	// writes it).
+	Report *passes.Report `json:"-"`
 }
 
 // PlanSummary is a planned model's own account of its plan
@@ -282,6 +292,9 @@ func RunFile(ctx context.Context, path string, opts RunOptions) (*RunResult, err
 		if opts.Adapt {
 			return nil, usage("Adapt", "moves the triggers of a planned ONNX model; %s is a native plan, whose commands are fixed", path)
 		}
+		if opts.Report {
+			return nil, usage("Report", "draws a planned ONNX model's memory timelines; %s is a native plan", path)
+		}
 		return runPlanFile(ctx, path, opts)
 	}
 	m, err := load(ctx, path, iopts, nil)
@@ -349,6 +362,17 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 	if err != nil {
 		return fail(err)
 	}
+	if opts.Report {
+		// Refused before the run, not after it.
+		if plan == nil {
+			return nil, usage("Report", "draws a plan's predicted memory timeline under the measured one, and %s is not a planned model", m.Path)
+		}
+		if opts.Device != "" {
+			if _, err := profile.Lookup(opts.Device); err != nil {
+				return nil, &UsageError{Option: "Device", Err: err}
+			}
+		}
+	}
 	if plan != nil && plan.Link != nil {
 		l := plan.Link
 		xopts.Link = executor.Link{H2D: l.H2D, D2H: l.D2H, Latency: time.Duration(l.Latency * float64(time.Second))}
@@ -411,6 +435,15 @@ func Run(ctx context.Context, m *ir.Model, opts RunOptions) (*RunResult, error) 
 		}
 	}
 	res.Peak = last.HighWater
+	if opts.Report {
+		final, err := readPlan(m) // the adapted plan's, with Adapt
+		if err != nil {
+			return fail(err)
+		}
+		if res.Report, err = runReport(m, final, x.Mem, last.Timeline, opts.Device); err != nil {
+			return nil, err
+		}
+	}
 	if err := finishRun(ctx, res, m, last.Outputs, opts); err != nil {
 		return res, err
 	}

@@ -42,6 +42,13 @@ type Report struct {
 	// model's metadata.
 	Base    []TimelinePoint `json:"base_timeline,omitempty"`
 	Planned []TimelinePoint `json:"planned_timeline,omitempty"`
+	// Run is a measured memory timeline of the planned step (a run's
+	// report, tsplitc run --report): per op of the schedule, the device
+	// bytes in use when the runtime issued it — after its allocations
+	// and the frees before it — from its issue to the next op's, in
+	// measured seconds from the step's first op. Reports draw it over
+	// Planned. Planning leaves it empty.
+	Run []TimelinePoint `json:"measured_timeline,omitempty"`
 	// Whole, for a plan that trains with sub-batches (moDNN), is the
 	// whole batch's unplanned step: what a user would otherwise run,
 	// and what the plan's overhead is against. BasePeak, BaseTime and
@@ -77,6 +84,16 @@ type TimelinePoint struct {
 	// Kind marks what planning added: "swap_out", "swap_in", "recompute",
 	// "split", "host"; empty for the model's own ops.
 	Kind string `json:"kind,omitempty"`
+}
+
+// PlanTimeline renders a memory model and its simulation as points
+// (tl nil: positions and memory only, no times).
+func PlanTimeline(mem *memory.Model, tl *Timeline) []TimelinePoint {
+	if tl == nil {
+		n := len(mem.Order)
+		tl = &Timeline{Start: make([]float64, n), End: make([]float64, n)}
+	}
+	return timeline(mem, tl)
 }
 
 // timeline renders a memory model and simulation as points.

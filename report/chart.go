@@ -254,7 +254,9 @@ type chart struct {
 	xmax       float64
 	ymax       float64
 	base, plan []seg
-	b          strings.Builder
+	// run is the measured timeline drawn over plan (a run's report).
+	run []seg
+	b   strings.Builder
 	// hover is, per panel, the timeline point under each pixel column
 	// (-1: none), for the page's tooltip.
 	hover [2][]int
@@ -268,8 +270,8 @@ func newChart(r *passes.Report, axis Axis, standalone bool) *chart {
 		axis = ByIndex
 	}
 	c := &chart{r: r, axis: axis, standalone: standalone}
-	c.base, c.plan = segments(r.Base, axis), segments(r.Planned, axis)
-	for _, ss := range [][]seg{c.base, c.plan} {
+	c.base, c.plan, c.run = segments(r.Base, axis), segments(r.Planned, axis), segments(r.Run, axis)
+	for _, ss := range [][]seg{c.base, c.plan, c.run} {
 		for _, s := range ss {
 			c.xmax = max(c.xmax, s.x1)
 		}
@@ -282,7 +284,7 @@ func newChart(r *passes.Report, axis Axis, standalone bool) *chart {
 	}
 	wholePeak, _ := r.Before()
 	top := max(r.BasePeak, wholePeak, r.Peak, r.Budget, r.Pool)
-	for _, ps := range [][]passes.TimelinePoint{r.Base, r.Planned} {
+	for _, ps := range [][]passes.TimelinePoint{r.Base, r.Planned, r.Run} {
 		for i := range ps {
 			top = max(top, ps[i].Live)
 		}
@@ -342,6 +344,13 @@ func (c *chart) svg() string {
 		before,
 		fmt.Sprintf("After planning (%s): peak %s, pool %s, step %s%s", r.Policy, units.Bytes(r.Peak), units.Bytes(r.Pool), fmtSeconds(r.Time), over),
 	}
+	if len(r.Run) > 0 {
+		var peak int64
+		for i := range r.Run {
+			peak = max(peak, r.Run[i].Live)
+		}
+		titles[1] += fmt.Sprintf("; measured: peak %s, step %s", units.Bytes(peak), fmtSeconds(r.Run[len(r.Run)-1].End))
+	}
 	for panel, ss := range [2][]seg{c.base, c.plan} {
 		pts := r.Base
 		if panel == 1 {
@@ -364,6 +373,9 @@ func (c *chart) svg() string {
 			c.curve(panel, ss, [2]string{"base", "planned"}[panel], color, 1.4, "", true)
 			c.peak(panel, ss, pts)
 		}
+		if panel == 1 && len(c.run) > 0 {
+			c.curve(panel, c.run, "measured", measuredColor, 1.2, "", false)
+		}
 		c.budget(panel)
 		c.frame(panel)
 		c.xTicks(c.top[panel]+panelH, panel == 0)
@@ -382,6 +394,9 @@ func (c *chart) axisTitle() string {
 		return "op index in the schedule"
 	}
 	_, u := timeUnit(c.xmax)
+	if len(c.run) > 0 {
+		return "time (" + u + "): simulated, measured for the measured curve"
+	}
 	return "simulated time (" + u + ")"
 }
 
@@ -404,8 +419,14 @@ func (c *chart) header(head float64) {
 	item(fmt.Sprintf(`<path d="M%s %sh16" stroke="#5f6368" stroke-width="1.4"/>`, num(x), num(y)), "before")
 	item(fmt.Sprintf(`<path d="M%s %sh16" stroke="#1a73e8" stroke-width="1.4"/>`, num(x), num(y)), "after")
 	item(fmt.Sprintf(`<path d="M%s %sh16" stroke="#5f6368" stroke-width="0.9" stroke-dasharray="3 2"/>`, num(x), num(y)), "before (under after)")
+	if len(c.run) > 0 {
+		item(fmt.Sprintf(`<path d="M%s %sh16" stroke="%s" stroke-width="1.2"/>`, num(x), num(y), measuredColor), "measured")
+	}
 	item(fmt.Sprintf(`<path d="M%s %sh16" stroke="#d93025" stroke-width="1.2" stroke-dasharray="6 3"/>`, num(x), num(y)), "budget")
 }
+
+// measuredColor draws a run's measured memory timeline.
+const measuredColor = "#202124"
 
 var phaseColor = map[string]string{
 	"forward":  "#e8f0fe",

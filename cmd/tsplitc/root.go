@@ -60,7 +60,10 @@ func newRootCmd() *cobra.Command {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("--run takes one model, got %d", len(args))}
 			}
-			rf.memory, rf.out = pf.memory, pf.out
+			rf.memory, rf.out, rf.report = pf.memory, pf.out, pf.report
+			if cmd.Flags().Changed("device") {
+				rf.device = pf.device
+			}
 			if err := rf.poolFromMemory(); err != nil {
 				return err
 			}

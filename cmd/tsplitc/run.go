@@ -36,6 +36,11 @@ type runFlags struct {
 	// adapt is --adapt: move a plan's stalled swap-ins earlier between
 	// iterations.
 	adapt bool
+	// report is --report FILE (the predicted and measured memory
+	// timelines) and device --device, the profile to simulate the
+	// prediction on; both run's own flags (the root's are the plan's,
+	// which --run takes as these).
+	report, device string
 }
 
 // register adds run's own flags. --pool's older name --memory is added
@@ -91,6 +96,8 @@ func newRunCmd() *cobra.Command {
 	f.register(fl)
 	fl.StringVar(&f.memory, "memory", "", "the same as --pool (its older name, kept from tsplitc --run)")
 	fl.StringVarP(&f.out, "output", "o", "", "write the trained model here: the training step with its weights and optimizer state after the last iteration")
+	fl.StringVar(&f.report, "report", "", "write a report of a planned model's run: FILE.html, FILE.svg or FILE.json, the measured memory timeline of the last iteration over the predicted one")
+	fl.StringVar(&f.device, "device", "", "with --report: the profile the plan was made with (a name or a JSON file), to draw the prediction along simulated time (default: op positions only)")
 	return cmd
 }
 
@@ -114,6 +121,14 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 		opts.Train = &f.trainFlags.opts
 	}
 	opts.Output, opts.SaveOutputs, opts.Adapt = f.out, f.saveOutputs, f.adapt
+	if f.report != "" {
+		if err := checkReportPath(f.report, path); err != nil {
+			return err
+		}
+		opts.Report, opts.Device = true, f.device
+	} else if f.device != "" {
+		return usageError{fmt.Errorf("--device with --run or run: only with --report (the profile its predicted timeline is simulated on)")}
+	}
 	opts.CheckFinite = f.finite
 	if !cmd.Flags().Changed("check-finite") {
 		opts.CheckFinite = f.train
@@ -131,6 +146,11 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	done()
 	if err != nil {
 		return err
+	}
+	if res.Report != nil {
+		if err := writeReport(cmd.Context(), f.report, res.Report, []string{path}); err != nil {
+			return err
+		}
 	}
 	w := cmd.OutOrStdout()
 	if f.json {
@@ -172,6 +192,9 @@ func runModel(cmd *cobra.Command, path string, f *runFlags) error {
 	}
 	if len(res.Saved) > 0 {
 		fmt.Fprintf(w, "saved        %d outputs to %s (index.json names their files)\n", len(res.Saved), quote.Name(f.saveOutputs))
+	}
+	if res.Report != nil {
+		fmt.Fprintf(w, "report       %s\n", quote.Name(f.report))
 	}
 	if res.Trained != "" {
 		what := "the trained model"

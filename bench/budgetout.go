@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -17,7 +13,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/tsplit/tsplit/backend"
 	"github.com/tsplit/tsplit/internal/units"
 )
 
@@ -37,35 +32,20 @@ func (r *BudgetResults) fileBase() string {
 // and one PNG and SVG plot per model into dir and returns the paths
 // written.
 func WriteBudgetSweeps(dir string, r *BudgetResults) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	out, err := newOutDir(dir)
+	if err != nil {
 		return nil, err
 	}
-	var written []string
-	put := func(name string, data []byte) error {
-		path := filepath.Join(dir, name)
-		written = append(written, path)
-		return backend.WriteBytesAtomic(path, data)
-	}
 	base := r.fileBase()
-	if err := put(base+".md", []byte(budgetMD(r))); err != nil {
-		return written, err
-	}
-	var b bytes.Buffer
-	w := csv.NewWriter(&b)
-	if err := w.WriteAll(budgetCSV(r)); err != nil {
-		return written, err
-	}
-	if err := put(base+".csv", b.Bytes()); err != nil {
-		return written, err
+	if err := out.table(base, budgetMD(r), budgetCSV(r)); err != nil {
+		return out.written, err
 	}
 	for i, m := range r.Models {
-		name := base + "_" + m.Name
-		if err := plotBudgetSweep(dir, name, r, i); err != nil {
-			return written, fmt.Errorf("plot %s: %w", m.Name, err)
+		if err := out.plot(base+"_"+m.Name, m.Name, func(dir, name string) error { return plotBudgetSweep(dir, name, r, i) }); err != nil {
+			return out.written, err
 		}
-		written = append(written, filepath.Join(dir, name+".png"), filepath.Join(dir, name+".svg"))
 	}
-	return written, nil
+	return out.written, nil
 }
 
 // fmtOverhead is a cell of the table: the overhead in percent, or "—"

@@ -1,14 +1,10 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,11 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/tsplit/tsplit"
-	"github.com/tsplit/tsplit/backend"
 )
 
 // MeasuredFile is the measured benchmark's table (.md, .csv) and the
@@ -33,42 +26,27 @@ const MeasuredFile = "measured"
 // tables, a plot per model and the profile measured for each model into
 // dir, and returns the paths written.
 func WriteMeasured(dir string, r *MeasuredResults) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	out, err := newOutDir(dir)
+	if err != nil {
 		return nil, err
 	}
-	var written []string
-	put := func(name string, data []byte) error {
-		path := filepath.Join(dir, name)
-		written = append(written, path)
-		return backend.WriteBytesAtomic(path, data)
-	}
-	if err := put(MeasuredFile+".md", []byte(measuredMD(r))); err != nil {
-		return written, err
-	}
-	var b bytes.Buffer
-	w := csv.NewWriter(&b)
-	if err := w.WriteAll(measuredCSV(r)); err != nil {
-		return written, err
-	}
-	if err := put(MeasuredFile+".csv", b.Bytes()); err != nil {
-		return written, err
+	if err := out.table(MeasuredFile, measuredMD(r), measuredCSV(r)); err != nil {
+		return out.written, err
 	}
 	for i, m := range r.Reps[0] {
 		// The profile of the last repetition: the one made last.
 		js, err := tsplit.MarshalProfile(r.Reps[len(r.Reps)-1][i].Profile)
 		if err != nil {
-			return written, err
+			return out.written, err
 		}
-		if err := put(MeasuredFile+"_profile_"+m.Name+".json", js); err != nil {
-			return written, err
+		if err := out.put(MeasuredFile+"_profile_"+m.Name+".json", js); err != nil {
+			return out.written, err
 		}
-		name := MeasuredFile + "_" + m.Name
-		if err := plotMeasured(dir, name, r, i); err != nil {
-			return written, fmt.Errorf("plot %s: %w", m.Name, err)
+		if err := out.plot(MeasuredFile+"_"+m.Name, m.Name, func(dir, name string) error { return plotMeasured(dir, name, r, i) }); err != nil {
+			return out.written, err
 		}
-		written = append(written, filepath.Join(dir, name+".png"), filepath.Join(dir, name+".svg"))
 	}
-	return written, nil
+	return out.written, nil
 }
 
 // ms is seconds in milliseconds, for tables.
@@ -538,17 +516,5 @@ func plotMeasured(dir, base string, r *MeasuredResults, i int) error {
 	}
 	p.Y.Min, p.Y.Max = 0, 1.1*ymax
 	const w, h = 10 * vg.Inch, 6 * vg.Inch
-	write := func(c vg.CanvasWriterTo, path string) error {
-		p.Draw(draw.New(c))
-		var b bytes.Buffer
-		if _, err := c.WriteTo(&b); err != nil {
-			return err
-		}
-		return backend.WriteBytesAtomic(path, b.Bytes())
-	}
-	if err := write(vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))},
-		filepath.Join(dir, base+".png")); err != nil {
-		return err
-	}
-	return write(vgsvg.New(w, h), filepath.Join(dir, base+".svg"))
+	return saveFigure(dir, base, w, h, p.Draw)
 }

@@ -33,14 +33,9 @@ const (
 // Write writes every table, plot and the README into dir and returns
 // the paths written.
 func Write(dir string, r *Results) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	out, err := newOutDir(dir)
+	if err != nil {
 		return nil, err
-	}
-	var written []string
-	put := func(name string, data []byte) error {
-		path := filepath.Join(dir, name)
-		written = append(written, path)
-		return backend.WriteBytesAtomic(path, data) // regular files only, umask's mode
 	}
 	type table struct {
 		name string
@@ -58,28 +53,63 @@ func Write(dir string, r *Results) ([]string, error) {
 		tables = append(tables, table{SubBatchedFile, subBatchedMD(r), subBatchedCSV(r)})
 	}
 	for _, t := range tables {
-		if err := put(t.name+".md", []byte(t.md)); err != nil {
-			return written, err
-		}
-		var b bytes.Buffer
-		w := csv.NewWriter(&b)
-		if err := w.WriteAll(t.csv); err != nil {
-			return written, err
-		}
-		if err := put(t.name+".csv", b.Bytes()); err != nil {
-			return written, err
+		if err := out.table(t.name, t.md, t.csv); err != nil {
+			return out.written, err
 		}
 	}
 	for i, m := range r.Models {
-		if err := plotSweep(dir, PlotPrefix+m.Name, r, i); err != nil {
-			return written, fmt.Errorf("plot %s: %w", m.Name, err)
+		if err := out.plot(PlotPrefix+m.Name, m.Name, func(dir, name string) error { return plotSweep(dir, name, r, i) }); err != nil {
+			return out.written, err
 		}
-		written = append(written, filepath.Join(dir, PlotPrefix+m.Name+".png"), filepath.Join(dir, PlotPrefix+m.Name+".svg"))
 	}
-	if err := put(ReadmeFile, []byte(readme(r))); err != nil {
-		return written, err
+	if err := out.put(ReadmeFile, []byte(readme(r))); err != nil {
+		return out.written, err
 	}
-	return written, nil
+	return out.written, nil
+}
+
+// outDir is an output folder being written: every table, plot and file
+// goes through it, so each is a regular file written whole (never
+// through a symlink or over a device) and listed once in written.
+type outDir struct {
+	dir     string
+	written []string
+}
+
+func newOutDir(dir string) (*outDir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &outDir{dir: dir}, nil
+}
+
+// put writes one file of the folder.
+func (o *outDir) put(name string, data []byte) error {
+	path := filepath.Join(o.dir, name)
+	o.written = append(o.written, path)
+	return backend.WriteBytesAtomic(path, data) // regular files only, umask's mode
+}
+
+// table writes a table as name.md and name.csv.
+func (o *outDir) table(name, md string, rows [][]string) error {
+	if err := o.put(name+".md", []byte(md)); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.WriteAll(rows); err != nil {
+		return err
+	}
+	return o.put(name+".csv", b.Bytes())
+}
+
+// plot draws name.png and name.svg with draw (the plot of model).
+func (o *outDir) plot(name, model string, draw func(dir, name string) error) error {
+	if err := draw(o.dir, name); err != nil {
+		return fmt.Errorf("plot %s: %w", model, err)
+	}
+	o.written = append(o.written, filepath.Join(o.dir, name+".png"), filepath.Join(o.dir, name+".svg"))
+	return nil
 }
 
 // mdTable renders a Markdown table: numeric columns (every cell a

@@ -163,12 +163,19 @@ func plotSweep(dir, base string, r *Results, i int) error {
 // writePlot draws a figure of w × h, the plots left of a legend column,
 // into dir/base.png (110 dpi, white background) and dir/base.svg.
 func writePlot(dir, base string, w, h vg.Length, legend plot.Legend, drawPlots func(draw.Canvas)) error {
-	render := func(c vg.CanvasWriterTo, path string) error {
-		dc := draw.New(c)
+	return saveFigure(dir, base, w, h, func(dc draw.Canvas) {
 		legendW := 1.9 * vg.Inch
 		drawPlots(draw.Crop(dc, 0, -legendW, 0, 0))
 		legend.XOffs, legend.YOffs = vg.Points(8), -vg.Points(36)
 		legend.Draw(draw.Crop(dc, w-legendW, 0, 0, 0))
+	})
+}
+
+// saveFigure paints a figure of w × h into dir/base.png (110 dpi, white
+// background) and dir/base.svg.
+func saveFigure(dir, base string, w, h vg.Length, paint func(draw.Canvas)) error {
+	render := func(c vg.CanvasWriterTo, path string) error {
+		paint(draw.New(c))
 		var b bytes.Buffer
 		if _, err := c.WriteTo(&b); err != nil {
 			return err

@@ -236,15 +236,7 @@ func (c *checker) order() error {
 	for pos, op := range c.ops {
 		r := c.runOf[pos]
 		if r.n == 0 {
-			if ir.InPlaceConcat(op) {
-				var ws []cmdRef
-				for _, v := range op.Inputs() {
-					ws = append(ws, writers[v.ID]...)
-				}
-				writers[op.Output(0).ID] = ws
-			} else if _, view := ir.ViewOf(op); view && ir.CopyOf(op) == ir.OnHost {
-				writers[op.Output(0).ID] = writers[op.Input(0).ID]
-			}
+			inheritWriters(op, writers)
 			continue
 		}
 		now := c.clocks[r.s][r.n-1]

@@ -250,15 +250,7 @@ func schedule(p *planpb.Plan, mem *memory.Model, g *ir.Graph) {
 	for i, op := range mem.Order {
 		s, runs := streamOf(op)
 		if !runs {
-			if ir.InPlaceConcat(op) {
-				var ws []cmdRef
-				for _, v := range op.Inputs() {
-					ws = append(ws, writers[v.ID]...)
-				}
-				writers[op.Output(0).ID] = ws
-			} else if _, view := ir.ViewOf(op); view && ir.CopyOf(op) == ir.OnHost {
-				writers[op.Output(0).ID] = writers[op.Input(0).ID]
-			}
+			inheritWriters(op, writers)
 			continue
 		}
 		var need clock // per stream, the latest command this one needs

@@ -51,3 +51,19 @@ type cmdRef struct {
 // before reports whether the work command r has completed whenever a
 // command with clock c runs.
 func (r cmdRef) before(c clock) bool { return r.n == 0 || c[r.s] >= r.n }
+
+// inheritWriters records, for an op that runs no command (an in-place
+// Concat, or a view whose output shares its input's host memory), that
+// its output's data is ready when its inputs' writers have completed.
+// The lowering and the loader's check must agree on this rule.
+func inheritWriters(op *ir.Op, writers [][]cmdRef) {
+	if ir.InPlaceConcat(op) {
+		var ws []cmdRef
+		for _, v := range op.Inputs() {
+			ws = append(ws, writers[v.ID]...)
+		}
+		writers[op.Output(0).ID] = ws
+	} else if _, view := ir.ViewOf(op); view && ir.CopyOf(op) == ir.OnHost {
+		writers[op.Output(0).ID] = writers[op.Input(0).ID]
+	}
+}

@@ -48,8 +48,9 @@ type Options struct {
 	Policy       string
 	PolicyParams map[string]string
 	// NoSwap and NoRecompute restrict tsplit's planner to the other
-	// options.
-	NoSwap, NoRecompute bool
+	// options; NoFusedTiles keeps it from planning fused-tiled segments
+	// (docs/sft.md).
+	NoSwap, NoRecompute, NoFusedTiles bool
 	// Order is the op order to plan under ("", "auto": the policy's
 	// choice — tsplit searches them all; "dfs", "alap", "as-built").
 	Order string

@@ -56,6 +56,9 @@ type Result struct {
 	// Kept says which of tsplit's two plans was kept when both were
 	// made ("" otherwise).
 	Kept string `json:"kept"`
+	// FusedTiles names the fused-tiled segments of the plan and their
+	// tile grids ("" for a plan without; docs/sft.md).
+	FusedTiles string `json:"fused_tiles,omitempty"`
 	// Order is the op order the plan was made in: dfs, alap or as-built
 	// (passes.OpOrder).
 	Order string `json:"order"`
@@ -304,7 +307,11 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 	if err != nil {
 		return nil, inputError(m.Path, err)
 	}
+	var fwd *ir.Model // the forward model, for fused tiles
 	if ti == nil {
+		if fusedTilesApply(pol) && !opts.NoFusedTiles {
+			fwd = m.Clone()
+		}
 		if _, err := train(ctx, m, opts.Train, pr); err != nil {
 			return nil, err
 		}
@@ -317,6 +324,9 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 	}
 	start := time.Now()
 	pres, err := planModel(ctx, m, &opts, pol, popts, pr)
+	if fwd != nil {
+		pres, err = withFusedTiles(ctx, fwd, &opts, pol, popts, pr, pres, err)
+	}
 	res := result(pres, &opts)
 	if res != nil {
 		res.PlanningSeconds = time.Since(start).Seconds()
@@ -332,7 +342,7 @@ func plan(ctx context.Context, m *ir.Model, opts Options, pr *progress) (*Result
 		}
 		return res, err
 	}
-	if opts.Bound && (res.SubBatching == nil || len(res.SubBatching.Sizes) <= 1) {
+	if opts.Bound && (res.SubBatching == nil || len(res.SubBatching.Sizes) <= 1) && res.FusedTiles == "" {
 		lowerBound(unplanned, res, popts)
 	}
 	pr.report(Progress{Stage: StagePlan, Round: res.Rounds, Fraction: 1, Peak: res.Peak})
@@ -444,7 +454,7 @@ func result(pr *policy.Result, o *Options) *Result {
 	res = &Result{SubBatching: sb, Model: m, Report: r, Passes: pr.Timings, File: m.Path, Dims: m.Dims, Ops: len(m.Graph.Order()), Device: r.Device,
 		Policy: r.Policy, PolicyParams: o.PolicyParams, Budget: r.Budget, BasePeak: r.BasePeak, Peak: r.Peak,
 		Pool: r.Pool, HostPeak: r.HostPeak, BaseStep: r.BaseTime, Step: r.Time, Swapped: r.Swapped,
-		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen, Order: r.Order}
+		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Kept: r.Chosen, Order: r.Order, FusedTiles: r.FusedTiles}
 	if sb != nil && len(sb.Sizes) > 1 && sb.BasePeak > 0 {
 		// The planned step runs sub-batches: the report's base is that
 		// step unplanned, but the step a user would otherwise run is

@@ -133,6 +133,7 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 			continue
 		}
 		start, end := i, i+1
+		var grown error // why the segment last took the next op: no tiling fit
 		for changed := true; changed; {
 			changed = false
 			for k := start; k < end; k++ {
@@ -177,7 +178,7 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 			// checkMemCapacity, which reports an error instead).
 			if !changed && end < len(order) {
 				if _, err := tileable(g, ft, order[start:end], must[start:end], fits, workspace, opts.Budget-weights); err != nil {
-					end, changed = end+1, true
+					end, changed, grown = end+1, true, err
 				}
 			}
 		}
@@ -188,6 +189,10 @@ func FindSegments(m *ir.Model, ft *FTResult, opts SegmentOptions) ([]*FTSegment,
 			segs = segs[:len(segs)-1]
 		}
 		seg, err := tileable(g, ft, order[start:end], must[start:end], fits, workspace, opts.Budget-weights)
+		if err != nil && grown != nil {
+			return nil, fmt.Errorf("ftsegment: no fused tiling fits the tile budget of %d bytes (the budget of %d less %d bytes of weights): %v; taking the following ops did not help: %w",
+				opts.Budget-weights, opts.Budget, weights, grown, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -107,8 +107,9 @@ func TestFTSegmentsVGG(t *testing.T) {
 	if err != nil || len(segs) != 1 || segNames(segs[0]) != "conv1 relu1 conv2 relu2 pool1 conv3" {
 		t.Errorf("with scratch at 64 KiB: %d segments, %v", len(segs), err)
 	}
-	if _, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 56 << 10}); err == nil || !strings.Contains(err.Error(), "no common dimension") {
-		t.Errorf("with scratch at 56 KiB: %v, want no tiling", err)
+	if _, err := FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 56 << 10}); err == nil || !strings.Contains(err.Error(), "no common dimension") ||
+		!strings.Contains(err.Error(), "tile budget of 48640 bytes") || !strings.Contains(err.Error(), "needs 55296 bytes at its best tiling") {
+		t.Errorf("with scratch at 56 KiB: %v, want no tiling, naming the tile budget and what the best tiling needs", err)
 	}
 	// A budget the whole model fits in has nothing to tile.
 	segs, err = FindSegments(m, AnalyzeFT(m), SegmentOptions{Budget: 1 << 20})

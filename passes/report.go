@@ -28,6 +28,9 @@ type Report struct {
 	// kept when both were tried (package policy, tsplit's PlanStep): ""
 	// when only one was made.
 	Chosen string `json:"chosen,omitempty"`
+	// FusedTiles names the fused-tiled segments the step was built with
+	// and their tile grids ("" for none; docs/sft.md).
+	FusedTiles string `json:"fused_tiles,omitempty"`
 	// Link is the host link the CPU device emulates for the plan, from
 	// the profile it was made with (nil: none, a GPU's profile): what
 	// `tsplitc run` paces the copy streams to.

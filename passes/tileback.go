@@ -136,8 +136,10 @@ type FusedStep struct {
 	// Peak is the memory model's peak of the step (the reference
 	// kernels' scratch included).
 	Peak int64
-	// Layout places the step's tensors in a pool within the budget.
+	// Layout places the step's tensors in one pool, and Fits says
+	// whether the pool is within the budget.
 	Layout *memory.Layout
+	Fits   bool
 }
 
 // FuseForTraining finds the fused-tiled segments of the forward model m
@@ -146,11 +148,13 @@ type FusedStep struct {
 // backward (RecomputeTiles). ChooseTiles sizes tiles for the forward;
 // a cell's backward holds its recomputed forward tiles, their
 // gradients and the gradient convolutions' scratch, several times more.
-// So when the step's peak exceeds the budget, the tiles shrink: the next
+// So when the step exceeds the budget the tiles shrink: the next
 // attempt allows strictly less than the largest working set of the
 // last, until the step's static layout (memory.Model.MakeLayout: the
-// peak and its fragmentation) fits or no smaller tiling exists. m is left
-// unchanged; it has no segment when the step needs none (nil, nil).
+// peak and its fragmentation) fits (Fits) or no smaller tiling exists;
+// then the step with the smallest tiles is returned, for the planner to
+// fit the rest by swapping and recomputing (Fits false). m is left
+// unchanged; the result is nil when no op needs tiles at this budget.
 func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*FusedStep, error) {
 	var weights int64
 	for _, v := range m.Graph.Values() {
@@ -178,7 +182,7 @@ func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*F
 			tl, err := ChooseTiles(seg, avail)
 			if err != nil {
 				if last != nil {
-					return nil, fmt.Errorf("tileback: the training step needs a pool of %d bytes with the smallest tiles (%v), the budget is %d: %w", last.Layout.Pool, last.Fused[0].Tiling.Counts, budget, err)
+					return last, nil // no smaller tiles
 				}
 				return nil, err
 			}
@@ -202,7 +206,8 @@ func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*F
 			return nil, fmt.Errorf("tileback: %w", err)
 		}
 		step.Peak, step.Layout = mem.Peak, mem.MakeLayout()
-		if step.Layout.Pool <= budget {
+		step.Fits = step.Layout.Pool <= budget
+		if step.Fits {
 			return step, nil
 		}
 		last = step

@@ -9,37 +9,13 @@ import (
 	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
-	. "github.com/tsplit/tsplit/ir/irtest"
 	"github.com/tsplit/tsplit/memory"
 )
 
-// sftVGGWide is the VGG-like stack on a one-channel 80×80 image, whose
-// largest activations (conv1's and conv2's outputs, 200 KiB each) are
-// eight times the image:
-//
-//	conv1 1→8 3×3 p1 → relu → conv2 8→8 → relu → pool1 2×2/2 (50 KiB)
-//	→ conv3 8→16 (100 KiB) → relu → pool2 2×2/2 (25 KiB) → gap
-func sftVGGWide(t *testing.T) *ir.Model {
-	b := New(t)
-	x := b.Input("x", ir.Float, 1, 1, 80, 80)
-	conv := func(name string, x *ir.Value, cin, cout int64) *ir.Value {
-		w := plantest.Weight(b, name+".w", cout, cin, 3, 3)
-		bias := plantest.Weight(b, name+".b", cout)
-		y := b.Op("Conv", V(x, w, bias), Ints("pads", 1, 1, 1, 1))
-		y.Def.Name = name
-		return b.Op("Relu", V(y))
-	}
-	pool := func(name string, x *ir.Value) *ir.Value {
-		p := b.Op("MaxPool", V(x), Ints("kernel_shape", 2, 2), Ints("strides", 2, 2))
-		p.Def.Name = name
-		return p
-	}
-	h := pool("pool1", conv("conv2", conv("conv1", x, 1, 8), 8, 8))
-	h = pool("pool2", conv("conv3", h, 8, 16))
-	y := b.Op("GlobalAveragePool", V(h))
-	y.Def.Name = "gap"
-	return b.Return(y)
-}
+// sftVGGWide is plantest.WideVGG on an 80×80 image: conv1's and
+// conv2's outputs take 200 KiB each, pool1's 50 KiB, conv3's 100 KiB,
+// pool2's 25 KiB.
+func sftVGGWide(t *testing.T) *ir.Model { return plantest.WideVGG(t, 80) }
 
 func trainSGD(m *ir.Model) error {
 	m.Meta = map[string]string{}
@@ -81,7 +57,7 @@ func TestFusedTilesTrainingStepBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if step == nil || len(step.Fused) != 1 {
+	if step == nil || len(step.Fused) != 1 || !step.Fits {
 		t.Fatalf("no fused-tiled segment: %+v", step)
 	}
 	m := step.Model

@@ -188,6 +188,9 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	if res.Kept != "" {
 		fmt.Fprintf(w, "kept          %s\n", res.Kept)
 	}
+	if res.FusedTiles != "" {
+		fmt.Fprintf(w, "fused tiles   %s\n", res.FusedTiles)
+	}
 	if sb := res.SubBatching; sb != nil && len(sb.Sizes) > 1 {
 		fmt.Fprintf(w, "sub-batches   %d of at most %d samples (Eq. 3: %d), gradients accumulated; unplanned: peak %s, %.3f ms\n",
 			len(sb.Sizes), sb.Sizes[0], sb.Eq3, bytesStr(sb.SubBatchedPeak), sb.SubBatchedStep*1e3)

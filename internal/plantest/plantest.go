@@ -165,3 +165,31 @@ func UniqueNames(t testing.TB, m *ir.Model) {
 		t.Errorf("%d op names are used more than once", dup)
 	}
 }
+
+// WideVGG is a small VGG-like forward model on a one-channel hw×hw
+// image, whose first two activations are eight times the image
+// (fused-tiled segments, docs/sft.md):
+//
+//	conv1 1→8 3×3 p1 → relu → conv2 8→8 → relu → pool1 2×2/2
+//	→ conv3 8→16 → relu → pool2 2×2/2 → global average pool
+func WideVGG(t testing.TB, hw int64) *ir.Model {
+	b := irtest.New(t)
+	x := b.Input("x", ir.Float, 1, 1, hw, hw)
+	conv := func(name string, x *ir.Value, cin, cout int64) *ir.Value {
+		w := Weight(b, name+".w", cout, cin, 3, 3)
+		bias := Weight(b, name+".b", cout)
+		y := b.Op("Conv", irtest.V(x, w, bias), irtest.Ints("pads", 1, 1, 1, 1))
+		y.Def.Name = name
+		return b.Op("Relu", irtest.V(y))
+	}
+	pool := func(name string, x *ir.Value) *ir.Value {
+		p := b.Op("MaxPool", irtest.V(x), irtest.Ints("kernel_shape", 2, 2), irtest.Ints("strides", 2, 2))
+		p.Def.Name = name
+		return p
+	}
+	h := pool("pool1", conv("conv2", conv("conv1", x, 1, 8), 8, 8))
+	h = pool("pool2", conv("conv3", h, 8, 16))
+	y := b.Op("GlobalAveragePool", irtest.V(h))
+	y.Def.Name = "gap"
+	return b.Return(y)
+}

@@ -58,7 +58,7 @@ type family struct {
 	causal   bool
 }
 
-var order = []string{"vgg16", "vgg19", "resnet18", "resnet50", "resnet101", "inception", "bert-base", "bert-large", "gpt"}
+var order = []string{"vgg16", "vgg19", "darknet19", "resnet18", "resnet50", "resnet101", "inception", "bert-base", "bert-large", "gpt"}
 
 var families map[string]*family
 
@@ -70,6 +70,7 @@ func init() {
 	families = map[string]*family{
 		"vgg16":      {kind: cnn, image: 224, build: func(b *builder) { buildVGG(b, vgg16Cfg) }, smallCfg: smallCNN},
 		"vgg19":      {kind: cnn, image: 224, build: func(b *builder) { buildVGG(b, vgg19Cfg) }, smallCfg: smallCNN},
+		"darknet19":  {kind: cnn, image: 224, build: buildDarkNet19, smallCfg: smallCNN},
 		"resnet18":   {kind: cnn, image: 224, build: func(b *builder) { buildResNet(b, false, []int{2, 2, 2, 2}) }, smallCfg: smallCNN},
 		"resnet50":   {kind: cnn, image: 224, build: func(b *builder) { buildResNet(b, true, []int{3, 4, 6, 3}) }, smallCfg: smallCNN},
 		"resnet101":  {kind: cnn, image: 224, build: func(b *builder) { buildResNet(b, true, []int{3, 4, 23, 3}) }, smallCfg: smallCNN},

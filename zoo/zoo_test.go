@@ -24,6 +24,7 @@ var allowedOps = map[string]bool{
 	"GlobalAveragePool": true, "Flatten": true, "Gemm": true, "MatMul": true, "Add": true, "Mul": true,
 	"Div": true, "Sub": true, "Concat": true, "Reshape": true, "Transpose": true, "Softmax": true,
 	"LayerNormalization": true, "Erf": true, "Gather": true, "Dropout": true, "Identity": true, "Constant": true,
+	"LeakyRelu": true, // darknet19
 }
 
 func build(t testing.TB, name string, cfg Config) *onnxpb.ModelProto {
@@ -148,7 +149,7 @@ func checkStructure(t *testing.T, name string, m *onnxpb.ModelProto) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"vgg16", "vgg19", "resnet18", "resnet50", "resnet101", "inception", "bert-base", "bert-large", "gpt"}
+	want := []string{"vgg16", "vgg19", "darknet19", "resnet18", "resnet50", "resnet101", "inception", "bert-base", "bert-large", "gpt"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

@@ -74,8 +74,9 @@ func newAdapter(m *ir.Model, plan *passes.Report, xopts executor.Options, pool i
 // iteration.
 func (a *adapter) after(x *executor.Executor, dev *cpu.Device, r *executor.Result, last bool) (*executor.Executor, *cpu.Device, error) {
 	stalls := adapt.Measure(r.Timeline)
-	it := AdaptedIter{Iter: len(a.iters), Step: executor.Summarize(r.Timeline).Step.Seconds(), SwapInStall: adapt.Total(stalls).Seconds(),
-		Stall: executor.Summarize(r.Timeline).Compute.Stall.Seconds(), ModelPeak: x.Mem.Peak, Peak: r.HighWater, Pool: a.pool, Budget: a.limit}
+	sum := executor.Summarize(r.Timeline)
+	it := AdaptedIter{Iter: len(a.iters), Step: sum.Step.Seconds(), SwapInStall: adapt.Total(stalls).Seconds(),
+		Stall: sum.Compute.Stall.Seconds(), ModelPeak: x.Mem.Peak, Peak: r.HighWater, Pool: a.pool, Budget: a.limit}
 	for _, s := range stalls {
 		if s.Wait > 0 {
 			it.Stalled++

@@ -206,3 +206,32 @@ func checkPlan(t *testing.T, m *ir.Model, r *adapt.Result, limit int64) {
 		t.Errorf("the adapted graph: %v", err)
 	}
 }
+
+// Under a limit below the plan's own pool no move survives: every
+// stalled swap-in is held, the order and layout stay the ones that ran.
+func TestAdjustHeld(t *testing.T) {
+	m, _ := plan(t)
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := memory.DecodeLayout(m.Meta[memory.LayoutKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Pool <= mem.Peak {
+		t.Skipf("the layout packs the peak exactly (%d bytes): no limit between them", l.Pool)
+	}
+	c := m.Clone()
+	before := slices.Clone(c.Graph.Order())
+	r, err := adapt.Adjust(c, timeline(c, 2*time.Millisecond), adapt.Options{Limit: mem.Peak})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Moves) != 0 || r.Refused == 0 {
+		t.Errorf("%d moves, %d held at a limit of %d under the pool of %d", len(r.Moves), r.Refused, mem.Peak, l.Pool)
+	}
+	if !slices.Equal(before, c.Graph.Order()) || c.Meta[memory.LayoutKey] != m.Meta[memory.LayoutKey] {
+		t.Error("the order or the layout changed though nothing moved")
+	}
+}

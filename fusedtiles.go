@@ -61,6 +61,18 @@ func withFusedTiles(ctx context.Context, fwd *ir.Model, o *Options, pol policy.P
 	}
 	po := *popts
 	po.Budget = budget
+	if step.Fits && po.Order == passes.OrderAuto {
+		// The step was tiled for the order it was built in, and fits
+		// there: another order would only undo the cell-by-cell
+		// backward.
+		po.Order = passes.OrderAsBuilt
+	}
+	if step.Fits && po.Order == passes.OrderAuto {
+		// The step was tiled for the order it was built in, and fits
+		// there: another order would only undo the cell-by-cell
+		// backward.
+		po.Order = passes.OrderAsBuilt
+	}
 	fres, ferr := planModel(ctx, step.Model, o, pol, &po, pr)
 	if ferr != nil {
 		if perr != nil {

@@ -149,11 +149,13 @@ type FusedStep struct {
 // a cell's backward holds its recomputed forward tiles, their
 // gradients and the gradient convolutions' scratch, several times more.
 // So when the step exceeds the budget the tiles shrink: the next
-// attempt allows strictly less than the largest working set of the
-// last, until the step's static layout (memory.Model.MakeLayout: the
-// peak and its fragmentation) fits (Fits) or no smaller tiling exists;
-// then the step with the smallest tiles is returned, for the planner to
-// fit the rest by swapping and recomputing (Fits false). m is left
+// attempt allows the largest working set of the last scaled by the
+// budget over the step's pool (and strictly less than it), until the step's static layout (memory.Model.MakeLayout: the
+// peak and its fragmentation) fits (Fits), no smaller tiling exists, or
+// smaller tiles no longer shrink the pool by 1 % (what exceeds the
+// budget is then outside the segments); then the last step that did
+// shrink it is returned, for the planner to fit the rest by swapping,
+// recomputing and splitting (Fits false). m is left
 // unchanged; the result is nil when no op needs tiles at this budget.
 func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*FusedStep, error) {
 	var weights int64
@@ -165,6 +167,36 @@ func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*F
 	avail := budget - weights
 	if avail <= 0 {
 		return nil, fmt.Errorf("tileback: the weights take %d bytes, the budget is %d", weights, budget)
+	}
+	// probe: ChooseTiles on the segments of an untouched copy, to find
+	// an avail that tiles before building a step with it.
+	pm := m.Clone()
+	probe, err := FindSegments(pm, AnalyzeFT(pm), SegmentOptions{Budget: budget})
+	if err != nil {
+		return nil, err
+	}
+	if len(probe) == 0 {
+		return nil, nil
+	}
+	tiles := func(avail int64) (int64, bool) {
+		var most int64
+		for _, seg := range probe {
+			tl, err := ChooseTiles(seg, avail)
+			if err != nil {
+				return 0, false
+			}
+			most = max(most, tl.WorkingSet())
+		}
+		return most, true
+	}
+	// fixed is what a step holds whatever the tiles: the weights and
+	// the segments' checkpoints. The rest of its pool grows with the
+	// tiles' working set, by a factor the first step measures.
+	fixed := weights
+	for _, seg := range probe {
+		for _, v := range append(slices.Clone(seg.Inputs), seg.Outputs...) {
+			fixed += memory.Align(v.Bytes())
+		}
 	}
 	var last *FusedStep
 	for {
@@ -210,7 +242,38 @@ func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*F
 		if step.Fits {
 			return step, nil
 		}
+		if last != nil && step.Layout.Pool >= last.Layout.Pool-last.Layout.Pool/100 {
+			// Smaller tiles did not help: what exceeds the budget is
+			// outside the segments, for the planner. Fewer tiles cost
+			// less halo and fewer ops.
+			return last, nil
+		}
 		last = step
-		avail = most - 1
+		// The step's pool less the fixed part scales with the tiles'
+		// working set less the fixed part: aim the working set where
+		// that meets the budget, at least one tiling smaller. Where
+		// that asks for less than any tiling needs, take the smallest
+		// tiles there are (bisection on avail).
+		hi := most - 1
+		if _, ok := tiles(hi); !ok {
+			return last, nil // no smaller tiles
+		}
+		avail = hi
+		if most > fixed && step.Layout.Pool > fixed && budget > fixed {
+			k := float64(step.Layout.Pool-fixed) / float64(most-fixed)
+			avail = min(hi, fixed+int64(float64(budget-fixed)/max(k, 1)))
+		}
+		if _, ok := tiles(avail); !ok {
+			lo := avail
+			for hi-lo > max(hi/1024, memory.Alignment) {
+				mid := lo + (hi-lo)/2
+				if _, ok := tiles(mid); ok {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			avail = hi
+		}
 	}
 }

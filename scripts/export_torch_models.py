@@ -11,6 +11,9 @@ All models are exported with opset 17 in TRAINING mode (BatchNormalization
 keeps training_mode=1 and its three outputs, Dropout keeps its ratio and
 training_mode inputs), without constant folding, with a symbolic batch
 dimension 'batch' on the single input ("input") and output ("output").
+The *_gap models (torchvision's VGG conv body, a global average pool and
+one Linear: fused-tiled training on huge images, docs/sft.md) also have
+symbolic 'height' and 'width' (tsplitc --dim height=N --dim width=N).
 
 An existing file is kept unless --force is given. Files are written to a
 temporary name and renamed, so a reader never sees half a model.
@@ -99,7 +102,27 @@ def token_input():
     return torch.randint(0, VOCAB, (2, SEQ_LEN), dtype=torch.int64)
 
 
-# name -> (constructor, example-input maker)
+class VGGGap(nn.Module):
+    """torchvision's VGG conv body (vgg.features), a global average pool
+    and Linear(512, 1000): a classifier for images of any size, whose
+    parameters do not grow with the image (VGG's own classifier flattens
+    a 7x7 map)."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.features = make(weights=None).features
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(512, 1000)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.features(x)), 1))
+
+
+# The symbolic axes of the input and output.
+BATCH_AXES = {"input": {0: "batch"}, "output": {0: "batch"}}
+IMAGE_AXES = {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch"}}
+
+# name -> (constructor, example-input maker[, symbolic axes])
 MODELS = {
     "resnet18": (lambda: tvm.resnet18(weights=None), image_input(224)),
     "resnet50": (lambda: tvm.resnet50(weights=None), image_input(224)),
@@ -112,11 +135,14 @@ MODELS = {
     "transformer": (lambda: TokenClassifier(dropout=0.1), token_input),
     "transformer_nodrop": (lambda: TokenClassifier(dropout=0.0), token_input),
     "vgg_small": (VGGSmall, image_input(32)),
+    "vgg16_gap": (lambda: VGGGap(tvm.vgg16), image_input(64), IMAGE_AXES),
+    "vgg19_gap": (lambda: VGGGap(tvm.vgg19), image_input(64), IMAGE_AXES),
 }
 
 
 def export(name, path):
-    make_model, make_input = MODELS[name]
+    make_model, make_input = MODELS[name][:2]
+    axes = MODELS[name][2] if len(MODELS[name]) > 2 else BATCH_AXES
     torch.manual_seed(0)
     model = make_model()
     example = make_input()
@@ -131,7 +157,7 @@ def export(name, path):
             do_constant_folding=False,
             input_names=["input"],
             output_names=["output"],
-            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+            dynamic_axes=axes,
         )
         os.replace(tmp, path)
     finally:

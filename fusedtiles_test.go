@@ -2,7 +2,12 @@ package tsplit_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsplit/tsplit"
 	"github.com/tsplit/tsplit/internal/oracle"
@@ -89,3 +94,68 @@ func TestPlanFusedTilesVGG(t *testing.T) {
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
+
+var sftFig8 = flag.String("sft-fig8", "", "TestSFTFigure8 writes its table (markdown) to this file")
+
+// The table after SFT's Fig. 8 (issue 15 must-show 3): predicted step
+// time of vgg16_gap at one image of 512² … 20480² on the gtx-1080ti and
+// the a100 profiles (each at its memory less its reserve) for the plain
+// step (base: planned only where it fits), the checkpoint policy,
+// tsplit without fused tiles and tsplit. Long tier; -sft-fig8 FILE
+// writes the table (docs/benchmarks/sft_fig8.md).
+func TestSFTFigure8(t *testing.T) {
+	oracle.Long(t, "the table after SFT's Fig. 8 plans VGG-16 64 times")
+	path := oracle.TorchModel(t, "vgg16_gap")
+	sizes := []int64{512, 2048, 4096, 6144, 8192, 10240, 12288, 16384, 20480}
+	configs := []struct {
+		name, policy string
+		noFused      bool
+	}{{"checkpoint", "checkpoint", false}, {"tsplit without fused tiles", "tsplit", true}, {"tsplit", "tsplit", false}}
+	var w strings.Builder
+	fmt.Fprintf(&w, "| device | image | base | checkpoint | tsplit without fused tiles | tsplit | tsplit's fused tiles |\n|---|---|---|---|---|---|---|\n")
+	for _, dev := range []string{"gtx-1080ti", "a100"} {
+		largest := make([]int64, len(configs)+1)
+		for _, n := range sizes {
+			cells := make([]string, len(configs)+1)
+			fused := ""
+			for i, c := range configs {
+				start := time.Now()
+				res, err := tsplit.PlanFile(context.Background(), path, tsplit.Options{Batch: 1, Dims: map[string]int64{"height": n, "width": n},
+					Device: dev, Policy: c.policy, NoFusedTiles: c.noFused, Train: tsplit.TrainOptions{Loss: "mse"}})
+				t.Logf("%s %d² %s: %v (%v)", dev, n, c.name, err, time.Since(start).Round(time.Millisecond))
+				if i == 0 && res != nil {
+					cells[0] = "OOM"
+					if res.BasePeak <= res.Budget {
+						cells[0] = fmt.Sprintf("%.2f s", res.BaseStep)
+						largest[0] = n
+					}
+				}
+				if err != nil {
+					cells[i+1] = "no plan"
+					continue
+				}
+				cells[i+1] = fmt.Sprintf("%.2f s", res.Step)
+				largest[i+1] = n
+				if !c.noFused && c.policy == "tsplit" && res.FusedTiles != "" {
+					fused = res.FusedTiles
+				}
+			}
+			fmt.Fprintf(&w, "| %s | %d² | %s | %s |\n", dev, n, strings.Join(cells, " | "), fused)
+		}
+		var ls []string
+		for _, l := range largest {
+			s := "none"
+			if l > 0 {
+				s = fmt.Sprintf("%d²", l)
+			}
+			ls = append(ls, s)
+		}
+		fmt.Fprintf(&w, "| %s | largest planned | %s | |\n", dev, strings.Join(ls, " | "))
+	}
+	t.Log("\n" + w.String())
+	if *sftFig8 != "" {
+		if err := os.WriteFile(*sftFig8, []byte(w.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

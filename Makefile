@@ -58,7 +58,7 @@ test-go:
 # claims make test checks on the other families, cases and plans, at
 # minutes of CPU each.
 test-long: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip' ./bench ./bound ./policy ./backend/native
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallBenchmark$$|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip' ./bench ./bound ./policy ./backend/native
 
 # The decoder and frontend on arbitrary bytes; the runtime on random
 # small graphs of supported ops with random data (executor/cpu FuzzRun);

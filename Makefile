@@ -11,6 +11,9 @@
 #   make proto         regenerate onnxpb/onnx.pb.go and backend/native/planpb/plan.pb.go from their .proto
 #   make models        regenerate the small zoo models in testdata/onnx
 #   make torch-models  export torchvision / transformer models to testdata/torch
+#   make ptx           compile the CUDA kernels to backend/cuda/ptx/kernels.ptx (nvcc, installed on demand)
+#   make cuda-check    build and vet every package with the cuda tag (CUDA headers installed on demand; no GPU needed)
+#   make test-gpu      on a machine with an NVIDIA GPU: planned steps on the CUDA device vs the CPU device
 #   make deps          install the outside oracles (python3-torch, python3-onnx, onnxruntime-node, protoc, coinor-cbc)
 
 GO       ?= go
@@ -23,7 +26,7 @@ GOBIN    := $(shell $(GO) env GOPATH)/bin
 GOTAGS   ?= $(shell [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] && echo openblas)
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean
+.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean ptx cuda-check test-gpu
 
 all: build
 
@@ -126,3 +129,23 @@ models: build
 
 clean:
 	rm -rf bin
+
+# The CUDA device (docs/cuda.md). ptx rewrites the committed PTX from
+# the .cu sources (byte-identical on unchanged sources); a default test
+# (backend/cuda/ckernels) fails when the PTX is older than the sources.
+ptx:
+	bash scripts/ptx.sh
+
+# Every package built and vetted with the cuda tag against the CUDA
+# headers and stub libraries (from Debian's nvidia-cuda-dev, non-free):
+# compiles the CUDA device without a GPU.
+cuda-check:
+	bash scripts/install-cuda.sh
+	$(GO) build -tags '$(GOTAGS) cuda' ./...
+	$(GO) vet -tags '$(GOTAGS) cuda' ./...
+
+# Needs an NVIDIA GPU and its driver: the test models' training steps,
+# unplanned and planned, as native plans on the CUDA device and on the
+# CPU device; results within 1e-3 and the same high-water.
+test-gpu: cuda-check
+	TSPLIT_GPU=1 $(GO) test -tags '$(GOTAGS) cuda' -count=1 -v -timeout 30m -run TestGPUMatchesCPU ./backend/cuda

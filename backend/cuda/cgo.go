@@ -146,17 +146,16 @@ func newBlas(s cu.Stream) (*blas, error) {
 
 func (b *blas) destroy() { C.ts_blas_destroy(b.h) }
 
-// gemm runs launch's row-major product as the column-major one cuBLAS
-// computes: row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ,
-// and a row-major matrix with row stride ld is its column-major
-// transpose with leading dimension ld, so the call swaps A and B (and
-// M and N) and keeps every transpose flag and leading dimension.
+// gemm runs launch's row-major product through cuBLAS's column-major
+// one (launch.Gemm.ColumnMajor, checked on the host by package
+// ckernels).
 func (b *blas) gemm(g *launch.Gemm) error {
-	return blasErr("cublasSgemmStridedBatched", C.int(C.ts_sgemm(b.h, cbool(g.TransB), cbool(g.TransA),
-		C.int(g.N), C.int(g.M), C.int(g.K), C.float(g.Alpha),
-		C.ulonglong(g.B), C.int(g.LDB), C.longlong(g.StrideB),
-		C.ulonglong(g.A), C.int(g.LDA), C.longlong(g.StrideA),
-		C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch))))
+	c := g.ColumnMajor()
+	return blasErr("cublasSgemmStridedBatched", C.int(C.ts_sgemm(b.h, cbool(c.TransA), cbool(c.TransB),
+		C.int(c.M), C.int(c.N), C.int(c.K), C.float(g.Alpha),
+		C.ulonglong(c.A), C.int(c.LDA), C.longlong(c.StrideA),
+		C.ulonglong(c.B), C.int(c.LDB), C.longlong(c.StrideB),
+		C.float(g.Beta), C.ulonglong(c.C), C.int(c.LDC), C.longlong(c.StrideC), C.int(g.Batch))))
 }
 
 func cbool(b bool) C.int {

@@ -4,8 +4,9 @@
 // host: cgo compiles the same sources with the project's C compiler,
 // ts.h standing in for the CUDA grid, so the tests compare every kernel
 // with the reference kernels of package kernels without a GPU. It also
-// executes package launch's matrix products (a plain row-major loop in
-// place of cuBLAS) and uploads, so an op's whole launch list runs here
+// executes package launch's matrix products (mapped to column-major as
+// the device maps them for cuBLAS, then a plain loop with BLAS
+// semantics in place of cuBLAS) and uploads, so an op's whole launch list runs here
 // as on the device, over one C-allocated pool standing for the device's
 // memory.
 //

@@ -102,52 +102,56 @@ func (p *Pool) launch(k *launch.Kernel) error {
 	return nil
 }
 
-// gemm is the row-major product launch.Gemm describes, accumulated in
-// float32 like a BLAS.
+// gemm runs the product as the CUDA device does: mapped to the
+// column-major problem (launch.Gemm.ColumnMajor) and computed with
+// cuBLAS's (reference BLAS) semantics, op(A)(i, k) being a[i + k·lda]
+// untransposed and a[k + i·lda] transposed; sums in float32.
 func (p *Pool) gemm(g *launch.Gemm) error {
-	ra, ca := g.M, g.K
-	if g.TransA {
-		ra, ca = g.K, g.M
+	c := g.ColumnMajor()
+	// stored extents (column-major: rows × cols, cols·ld elements)
+	ra, ca := c.M, c.K
+	if c.TransA {
+		ra, ca = c.K, c.M
 	}
-	rb, cb := g.K, g.N
-	if g.TransB {
-		rb, cb = g.N, g.K
+	rb, cb := c.K, c.N
+	if c.TransB {
+		rb, cb = c.N, c.K
 	}
 	for b := int64(0); b < g.Batch; b++ {
-		a, err := p.floats(g.A+uint64(4*b*g.StrideA), (ra-1)*g.LDA+ca)
+		a, err := p.floats(c.A+uint64(4*b*c.StrideA), (ca-1)*c.LDA+ra)
 		if err != nil {
 			return err
 		}
-		bm, err := p.floats(g.B+uint64(4*b*g.StrideB), (rb-1)*g.LDB+cb)
+		bm, err := p.floats(c.B+uint64(4*b*c.StrideB), (cb-1)*c.LDB+rb)
 		if err != nil {
 			return err
 		}
-		c, err := p.floats(g.C+uint64(4*b*g.StrideC), (g.M-1)*g.LDC+g.N)
+		cm, err := p.floats(c.C+uint64(4*b*c.StrideC), (c.N-1)*c.LDC+c.M)
 		if err != nil {
 			return err
 		}
-		for i := int64(0); i < g.M; i++ {
-			for j := int64(0); j < g.N; j++ {
+		for j := int64(0); j < c.N; j++ {
+			for i := int64(0); i < c.M; i++ {
 				var acc float32
-				for k := int64(0); k < g.K; k++ {
+				for k := int64(0); k < c.K; k++ {
 					var av, bv float32
-					if g.TransA {
-						av = a[k*g.LDA+i]
+					if c.TransA {
+						av = a[k+i*c.LDA]
 					} else {
-						av = a[i*g.LDA+k]
+						av = a[i+k*c.LDA]
 					}
-					if g.TransB {
-						bv = bm[j*g.LDB+k]
+					if c.TransB {
+						bv = bm[j+k*c.LDB]
 					} else {
-						bv = bm[k*g.LDB+j]
+						bv = bm[k+j*c.LDB]
 					}
 					acc += av * bv
 				}
 				v := g.Alpha * acc
 				if g.Beta != 0 {
-					v += g.Beta * c[i*g.LDC+j]
+					v += g.Beta * cm[i+j*c.LDC]
 				}
-				c[i*g.LDC+j] = v
+				cm[i+j*c.LDC] = v
 			}
 		}
 	}

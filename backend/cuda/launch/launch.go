@@ -69,6 +69,28 @@ type Gemm struct {
 	StrideA, StrideB, StrideC int64
 }
 
+// ColumnMajor is a batched product as a column-major BLAS (cuBLAS)
+// takes it: C = Alpha·op(A)·op(B) + Beta·C with C M×N column-major.
+type ColumnMajor struct {
+	TransA, TransB            bool
+	M, N, K                   int64
+	A, B, C                   uint64
+	LDA, LDB, LDC             int64
+	StrideA, StrideB, StrideC int64
+}
+
+// ColumnMajor maps the row-major product to the column-major one that
+// computes it: a row-major matrix with row stride ld is, read
+// column-major with leading dimension ld, its own transpose, so
+// row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: swap
+// the operands (and M with N), keep the transpose flags and the leading
+// dimensions. Alpha, Beta and Batch carry over.
+func (g *Gemm) ColumnMajor() ColumnMajor {
+	return ColumnMajor{TransA: g.TransB, TransB: g.TransA, M: g.N, N: g.M, K: g.K,
+		A: g.B, B: g.A, C: g.C, LDA: g.LDB, LDB: g.LDA, LDC: g.LDC,
+		StrideA: g.StrideB, StrideB: g.StrideA, StrideC: g.StrideC}
+}
+
 // Upload copies host bytes (a constant computed on the host) to Dst.
 type Upload struct {
 	Dst  uint64

@@ -35,11 +35,12 @@ type Device struct {
 	mod               *module
 	blas              *blas
 	compute, h2d, d2h cu.Stream
-	// one staging buffer per copy stream (and one for the compute
-	// stream's reads of small inputs), each used by one goroutine at a
-	// time
+	// one staging buffer per copy direction; the mutexes serialise its
+	// users (the D2H stream, and the compute stream when the executor's
+	// finite check reads a launch's outputs back)
 	stageH2D, stageD2H *pinned
-	mu                 sync.Mutex // serialises Close against the calls
+	h2dMu, d2hMu       sync.Mutex
+	mu                 sync.Mutex // makes Close idempotent; calls after Close are the caller's error
 	closed             bool
 }
 
@@ -282,6 +283,8 @@ func (d *Device) ToHost(dst []byte, src executor.Ref) error {
 	if int64(len(dst)) < src.Bytes {
 		return fmt.Errorf("cuda: host buffer of %d bytes for a %d-byte tensor", len(dst), src.Bytes)
 	}
+	d.d2hMu.Lock()
+	defer d.d2hMu.Unlock()
 	stage := d.stageD2H.bytes()
 	for off := int64(0); off < src.Bytes; off += StageBytes {
 		n := min(StageBytes, src.Bytes-off)
@@ -311,6 +314,8 @@ func (d *Device) ToDevice(dst executor.Ref, src []byte) error {
 	if int64(len(src)) < dst.Bytes {
 		return fmt.Errorf("cuda: %d host bytes for a %d-byte tensor", len(src), dst.Bytes)
 	}
+	d.h2dMu.Lock()
+	defer d.h2dMu.Unlock()
 	stage := d.stageH2D.bytes()
 	for off := int64(0); off < dst.Bytes; off += StageBytes {
 		n := min(StageBytes, dst.Bytes-off)

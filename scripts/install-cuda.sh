@@ -52,6 +52,7 @@ done
 enable_nonfree
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp" # apt downloads as the _apt user when it can
 (cd "$tmp" && apt-get download nvidia-cuda-dev >/dev/null)
 mkdir -p "$tmp/root"
 dpkg-deb --fsys-tarfile "$tmp"/nvidia-cuda-dev_*.deb |

@@ -168,112 +168,144 @@ func FuseForTraining(m *ir.Model, budget int64, build func(*ir.Model) error) (*F
 	if avail <= 0 {
 		return nil, fmt.Errorf("tileback: the weights take %d bytes, the budget is %d", weights, budget)
 	}
-	// probe: ChooseTiles on the segments of an untouched copy, to find
-	// an avail that tiles before building a step with it.
-	pm := m.Clone()
-	probe, err := FindSegments(pm, AnalyzeFT(pm), SegmentOptions{Budget: budget})
-	if err != nil {
-		return nil, err
-	}
-	if len(probe) == 0 {
-		return nil, nil
-	}
-	tiles := func(avail int64) (int64, bool) {
-		var most int64
+	avail0 := avail
+	// attempt tiles the segments FindSegments finds at segBudget; outside
+	// reports a step that smaller tiles did not shrink.
+	attempt := func(segBudget int64) (step *FusedStep, outside bool, err error) {
+		avail := avail0
+		// probe: ChooseTiles on the segments of an untouched copy, to find
+		// an avail that tiles before building a step with it.
+		pm := m.Clone()
+		probe, err := FindSegments(pm, AnalyzeFT(pm), SegmentOptions{Budget: segBudget})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(probe) == 0 {
+			return nil, false, nil
+		}
+		tiles := func(avail int64) (int64, bool) {
+			var most int64
+			for _, seg := range probe {
+				tl, err := ChooseTiles(seg, avail)
+				if err != nil {
+					return 0, false
+				}
+				most = max(most, tl.WorkingSet())
+			}
+			return most, true
+		}
+		// fixed is what a step holds whatever the tiles: the weights and
+		// the segments' checkpoints. The rest of its pool grows with the
+		// tiles' working set, by a factor the first step measures.
+		fixed := weights
 		for _, seg := range probe {
-			tl, err := ChooseTiles(seg, avail)
-			if err != nil {
-				return 0, false
+			for _, v := range append(slices.Clone(seg.Inputs), seg.Outputs...) {
+				fixed += memory.Align(v.Bytes())
 			}
-			most = max(most, tl.WorkingSet())
 		}
-		return most, true
-	}
-	// fixed is what a step holds whatever the tiles: the weights and
-	// the segments' checkpoints. The rest of its pool grows with the
-	// tiles' working set, by a factor the first step measures.
-	fixed := weights
-	for _, seg := range probe {
-		for _, v := range append(slices.Clone(seg.Inputs), seg.Outputs...) {
-			fixed += memory.Align(v.Bytes())
-		}
-	}
-	var last *FusedStep
-	for {
-		c := m.Clone()
-		segs, err := FindSegments(c, AnalyzeFT(c), SegmentOptions{Budget: budget})
-		if err != nil {
-			return nil, err
-		}
-		if len(segs) == 0 {
-			return nil, nil
-		}
-		step := &FusedStep{Model: c}
-		var most int64
-		for _, seg := range segs {
-			tl, err := ChooseTiles(seg, avail)
+		var last *FusedStep
+		for {
+			c := m.Clone()
+			segs, err := FindSegments(c, AnalyzeFT(c), SegmentOptions{Budget: segBudget})
 			if err != nil {
-				if last != nil {
-					return last, nil // no smaller tiles
+				return nil, false, err
+			}
+			if len(segs) == 0 {
+				return nil, false, nil
+			}
+			step := &FusedStep{Model: c}
+			var most int64
+			for _, seg := range segs {
+				tl, err := ChooseTiles(seg, avail)
+				if err != nil {
+					if last != nil {
+						return last, false, nil // no smaller tiles
+					}
+					return nil, false, err
 				}
-				return nil, err
-			}
-			most = max(most, tl.WorkingSet())
-			ft, err := InsertFusedTiles(c, tl)
-			if err != nil {
-				return nil, err
-			}
-			step.Fused = append(step.Fused, ft)
-		}
-		if err := build(c); err != nil {
-			return nil, err
-		}
-		for _, ft := range step.Fused {
-			if err := RecomputeTiles(c, ft); err != nil {
-				return nil, err
-			}
-		}
-		mem, err := memory.Analyze(c.Graph, memory.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("tileback: %w", err)
-		}
-		step.Peak, step.Layout = mem.Peak, mem.MakeLayout()
-		step.Fits = step.Layout.Pool <= budget
-		if step.Fits {
-			return step, nil
-		}
-		if last != nil && step.Layout.Pool >= last.Layout.Pool-last.Layout.Pool/100 {
-			// Smaller tiles did not help: what exceeds the budget is
-			// outside the segments, for the planner. Fewer tiles cost
-			// less halo and fewer ops.
-			return last, nil
-		}
-		last = step
-		// The step's pool less the fixed part scales with the tiles'
-		// working set less the fixed part: aim the working set where
-		// that meets the budget, at least one tiling smaller. Where
-		// that asks for less than any tiling needs, take the smallest
-		// tiles there are (bisection on avail).
-		hi := most - 1
-		if _, ok := tiles(hi); !ok {
-			return last, nil // no smaller tiles
-		}
-		avail = hi
-		if most > fixed && step.Layout.Pool > fixed && budget > fixed {
-			k := float64(step.Layout.Pool-fixed) / float64(most-fixed)
-			avail = min(hi, fixed+int64(float64(budget-fixed)/max(k, 1)))
-		}
-		if _, ok := tiles(avail); !ok {
-			lo := avail
-			for hi-lo > max(hi/1024, memory.Alignment) {
-				mid := lo + (hi-lo)/2
-				if _, ok := tiles(mid); ok {
-					hi = mid
-				} else {
-					lo = mid
+				most = max(most, tl.WorkingSet())
+				ft, err := InsertFusedTiles(c, tl)
+				if err != nil {
+					return nil, false, err
 				}
+				step.Fused = append(step.Fused, ft)
+			}
+			if err := build(c); err != nil {
+				return nil, false, err
+			}
+			for _, ft := range step.Fused {
+				if err := RecomputeTiles(c, ft); err != nil {
+					return nil, false, err
+				}
+			}
+			mem, err := memory.Analyze(c.Graph, memory.Options{})
+			if err != nil {
+				return nil, false, fmt.Errorf("tileback: %w", err)
+			}
+			step.Peak, step.Layout = mem.Peak, mem.MakeLayout()
+			step.Fits = step.Layout.Pool <= budget
+			if step.Fits {
+				return step, false, nil
+			}
+			if last != nil && step.Layout.Pool >= last.Layout.Pool-last.Layout.Pool/100 {
+				// Smaller tiles did not help: what exceeds the budget is
+				// outside the segments, for the planner. Fewer tiles cost
+				// less halo and fewer ops.
+				return last, true, nil
+			}
+			last = step
+			// The step's pool less the fixed part scales with the tiles'
+			// working set less the fixed part: aim the working set where
+			// that meets the budget, at least one tiling smaller. Where
+			// that asks for less than any tiling needs, take the smallest
+			// tiles there are (bisection on avail).
+			hi := most - 1
+			if _, ok := tiles(hi); !ok {
+				return last, false, nil // no smaller tiles
 			}
 			avail = hi
+			if most > fixed && step.Layout.Pool > fixed && budget > fixed {
+				k := float64(step.Layout.Pool-fixed) / float64(most-fixed)
+				avail = min(hi, fixed+int64(float64(budget-fixed)/max(k, 1)))
+			}
+			if _, ok := tiles(avail); !ok {
+				lo := avail
+				for hi-lo > max(hi/1024, memory.Alignment) {
+					mid := lo + (hi-lo)/2
+					if _, ok := tiles(mid); ok {
+						hi = mid
+					} else {
+						lo = mid
+					}
+				}
+				avail = hi
+			}
 		}
 	}
+	// A step that smaller tiles do not shrink exceeds the budget outside
+	// its segments: typically the gradient ops of the ops after them,
+	// whose scratch (a weight gradient's convolution of the whole
+	// activation) the forward's must-tile test does not see. The
+	// segments then grow: FindSegments runs again with its budget
+	// scaled by the budget over the step's pool, which makes more ops
+	// must-tile, a few times at most.
+	segBudget := budget
+	var best *FusedStep
+	for range 3 {
+		step, outside, err := attempt(segBudget)
+		if err != nil || step == nil {
+			if best != nil {
+				return best, nil
+			}
+			return step, err
+		}
+		if best == nil || step.Layout.Pool < best.Layout.Pool {
+			best = step
+		}
+		if step.Fits || !outside {
+			return best, nil
+		}
+		segBudget = int64(float64(segBudget) * float64(budget) / float64(step.Layout.Pool))
+	}
+	return best, nil
 }

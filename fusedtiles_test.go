@@ -112,6 +112,24 @@ func TestSFTFigure8(t *testing.T) {
 		noFused      bool
 	}{{"checkpoint", "checkpoint", false}, {"tsplit without fused tiles", "tsplit", true}, {"tsplit", "tsplit", false}}
 	var w strings.Builder
+	fmt.Fprintf(&w, `# Huge images: predicted step time by image size (after SFT's Fig. 8)
+
+Generated; do not edit by hand. Made by
+
+    TSPLIT_LONG=1 go test -tags openblas . -run TestSFTFigure8 -sft-fig8 docs/benchmarks/sft_fig8.md
+
+torchvision's VGG-16 conv body, a global average pool and Linear(512, 1000)
+(scripts/export_torch_models.py vgg16_gap: symbolic height and width), one
+image, MSE loss, SGD; each device profile at its memory less its reserve
+(gtx-1080ti: 10.50 GiB, a100: 39.25 GiB). Predicted step times of the
+planner's simulator, nothing ran on a GPU. base: the plain step, where it
+fits (OOM otherwise); checkpoint: the checkpoint policy; tsplit without
+fused tiles: tsplit.Options.NoFusedTiles; tsplit: the fused-tiled plan
+where it is the one that fits or is predicted faster (its segments and
+tile grids in the last column; docs/sft.md). "no plan": the policy found
+none within the budget.
+
+`)
 	fmt.Fprintf(&w, "| device | image | base | checkpoint | tsplit without fused tiles | tsplit | tsplit's fused tiles |\n|---|---|---|---|---|---|---|\n")
 	for _, dev := range []string{"gtx-1080ti", "a100"} {
 		largest := make([]int64, len(configs)+1)

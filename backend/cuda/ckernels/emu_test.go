@@ -1,3 +1,5 @@
+//go:build cgo
+
 package ckernels
 
 import (
@@ -7,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/tsplit/tsplit/backend/cuda/launch"
+	"github.com/tsplit/tsplit/backend/cuda/ptx"
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/kernels"
@@ -597,5 +601,16 @@ func TestZCoverage(t *testing.T) {
 		if _, ok := opErr[typ]; !ok {
 			t.Errorf("op type %s has a launch plan but no test case", typ)
 		}
+	}
+}
+
+// TestPTXKernels: the committed PTX defines exactly the kernels the
+// host launcher knows (list.h).
+func TestPTXKernels(t *testing.T) {
+	got, host := ptx.Kernels(), Kernels()
+	slices.Sort(got)
+	slices.Sort(host)
+	if !slices.Equal(got, host) {
+		t.Fatalf("the PTX defines %v, the host launcher (list.h) knows %v", got, host)
 	}
 }

@@ -35,6 +35,9 @@ type planFlags struct {
 	report string // --report FILE: .html, .svg or .json
 	bound  bool   // --bound (implied by --json)
 	target string // --target onnx|native
+	// noFused: --no-fused-tiles (tsplit plans without fused-tiled
+	// segments, docs/sft.md)
+	noFused bool
 }
 
 func (f *planFlags) register(fl *pflag.FlagSet) {
@@ -48,6 +51,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
 	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")
 	fl.StringVar(&f.target, "target", "onnx", "what -o holds: onnx (the planned model) or native (a native execution plan, .tsplan: pool, offsets and per-stream commands, which run executes; docs/native-plan.md)")
+	fl.BoolVar(&f.noFused, "no-fused-tiles", false, "tsplit: do not plan fused-tiled segments (huge images: the tiles of a run of convolutions and pools never build the whole activations; docs/sft.md)")
 	fl.BoolVar(&f.bound, "bound", false, "also compute a lower bound on the step time of any swap + recompute plan in the plan's order, and the plan's gap to it (--json always does)")
 }
 
@@ -104,6 +108,7 @@ func (f *planFlags) options() (tsplit.Options, error) {
 	}
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
 	opts.Order = f.order
+	opts.NoFusedTiles = f.noFused
 	opts.Bound = f.bound || f.json
 	switch f.target {
 	case tsplit.TargetONNX, tsplit.TargetNative:

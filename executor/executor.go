@@ -268,6 +268,34 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 		ready[v.ID] = doneEvent()
 	}
 
+	// Host-resident weights (memory.HostResident: parameters and
+	// optimizer state a plan offloaded) are never on the device: their
+	// data stays in host memory, where the swap-ins that bring them in
+	// before each use read it.
+	for _, v := range hostState(g) {
+		data, given := inputs[v.Name]
+		if !given {
+			if v.Kind != ir.KindInit {
+				return nil, fmt.Errorf("executor: no data for graph input %q", v.Name)
+			}
+			t, err := v.Data()
+			if err != nil || t == nil {
+				return nil, fmt.Errorf("executor: weight %q: no data (%v)", v.Name, err)
+			}
+			data = t.Raw
+		}
+		if int64(len(data)) != v.Bytes() {
+			return nil, fmt.Errorf("executor: input %q has %d bytes, its type %v%v needs %d", v.Name, len(data), v.DType, v.Shape, v.Bytes())
+		}
+		if x.opts.CheckFinite {
+			if err := checkInput(v, data); err != nil {
+				return nil, fmt.Errorf("executor: %w", err)
+			}
+		}
+		host[v.ID] = data
+		ready[v.ID] = doneEvent()
+	}
+
 	order := g.Order()
 	timeline := make([]Record, len(order))
 	opDone := make([]*event, len(order))
@@ -530,6 +558,23 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 	res.Duration = time.Since(t0)
 	x.step++
 	return res, nil
+}
+
+// hostState lists g's host-resident weights (memory.HostResident):
+// Param graph inputs, then initializers, in declaration order.
+func hostState(g *ir.Graph) []*ir.Value {
+	var out []*ir.Value
+	for _, v := range g.Inputs {
+		if v.Kind != ir.KindInit && v.Param && memory.HostResident(v) {
+			out = append(out, v)
+		}
+	}
+	for _, v := range g.Inits {
+		if memory.HostResident(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // emptyOutputs reports whether an op's outputs hold no bytes at all.

@@ -8,7 +8,10 @@
 //   - weights (initializers, and graph inputs marked Param) are resident
 //     for the whole step — except one the step replaces (Value.Next: a
 //     weight's update, optimizer state), which is dead after its last
-//     read, as with an in-place optimizer;
+//     read, as with an in-place optimizer; a weight that only swap-ins
+//     read (HostResident: the plan offloaded it) lives in host memory
+//     for the whole step instead, and only its restored copies occupy
+//     the device;
 //   - graph inputs are resident from the start until their last use;
 //   - an op output is allocated just before its op runs and freed after
 //     its last reader; unread outputs are freed right after their op;

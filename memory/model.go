@@ -70,8 +70,12 @@ type Model struct {
 	PeakAt int // position of the first op at the peak (-1: no ops)
 	// Resident is the bytes live before the first op (weights, inputs).
 	Resident int64
-	// HostPeak is the most host memory swapped-out tensors occupy at once.
+	// HostPeak is the most host memory swapped-out tensors and
+	// host-resident weights occupy at once.
 	HostPeak int64
+	// HostState is the bytes of the host-resident weights (HostResident):
+	// parameters and optimizer state the plan keeps on the host.
+	HostState int64
 	// Events is the exact sequence of allocations and frees the runtime
 	// performs, in order; Need and the executor both replay it.
 	Events []Event
@@ -97,9 +101,31 @@ func OnHost(v *ir.Value) bool {
 }
 
 // Resident reports whether a value is a weight: an initializer, or a
-// graph input marked Param. Weights stay on the device all step.
+// graph input marked Param (parameters, optimizer state, running
+// statistics). A weight stays on the device all step unless the plan
+// offloaded it (HostResident).
 func Resident(v *ir.Value) bool {
 	return v.Kind == ir.KindInit || (v.Def == nil && v.Param)
+}
+
+// HostResident reports whether a weight lives in host memory for the
+// whole step: one that only swap-ins read. A plan that offloads state
+// (passes.OffloadState) brings such a weight to the device before each
+// of its uses, so the device holds a restored copy while that use needs
+// it, never the weight itself. Since the rule is read off the graph, the
+// planner, the simulator, the static layout and every runtime agree on
+// it without a flag of their own.
+func HostResident(v *ir.Value) bool {
+	if !Resident(v) {
+		return false
+	}
+	uses := v.Uses()
+	for _, u := range uses {
+		if ir.CopyOf(u.Op) != ir.ToDevice {
+			return false
+		}
+	}
+	return len(uses) > 0
 }
 
 // Options tune the model.
@@ -168,6 +194,25 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		return Align(b), nil
 	}
 
+	// hostLive is a difference array of the host bytes held at each
+	// position. An in-place merge's pieces are parts of its buffer,
+	// which lives from the first piece's swap-out to the last read of
+	// the merge or of any piece. A host-resident weight is held all step.
+	hostLive := make([]int64, n+2)
+	onHostAllStep := func(v *ir.Value) (bool, error) {
+		if isOutput[v.ID] || !HostResident(v) {
+			return false, nil
+		}
+		b, err := sized(v)
+		if err != nil {
+			return false, err
+		}
+		hostLive[0] += b
+		hostLive[n+1] -= b
+		m.HostState += b
+		return true, nil
+	}
+
 	// Setup: graph inputs then weights, in declaration order.
 	for _, v := range g.Inputs {
 		if v.Kind == ir.KindInit {
@@ -178,7 +223,14 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 			return nil, err
 		}
 		if v.Param {
-			// A parameter fed as an input is a weight: resident all step.
+			// A parameter fed as an input is a weight: resident all step,
+			// on the device or on the host.
+			if host, err := onHostAllStep(v); err != nil || host {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: weightEnd(v)})
 			continue
 		}
@@ -192,17 +244,18 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 		add(Interval{Value: v, Kind: Input, Bytes: b, Start: -1, End: end})
 	}
 	for _, v := range g.Inits {
+		if host, err := onHostAllStep(v); err != nil || host {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		b, err := sized(v)
 		if err != nil {
 			return nil, err
 		}
 		add(Interval{Value: v, Kind: Weight, Bytes: b, Start: -1, End: weightEnd(v)})
 	}
-	// hostLive is a difference array of the host bytes held at each
-	// position. An in-place merge's pieces are parts of its buffer,
-	// which lives from the first piece's swap-out to the last read of
-	// the merge or of any piece.
-	hostLive := make([]int64, n+2)
 	mergeOf := map[ir.ValueID]bool{}
 	for _, op := range order {
 		if ir.InPlaceConcat(op) {

@@ -21,7 +21,7 @@ var ControlEdges = &Pass{
 	Run: func(s *State) (any, error) {
 		g := s.Model.Graph
 		r := s.Report
-		if r == nil || (r.Swapped == 0 && r.Split == 0) || (s.Opts.Policy != nil && s.Opts.Policy.OwnTriggers()) {
+		if r == nil || (r.Swapped == 0 && r.Split == 0 && r.Offloaded == 0) || (s.Opts.Policy != nil && s.Opts.Policy.OwnTriggers()) {
 			return nil, nil // nothing to place, or the policy's own rule (vDNN, TFLMS, …) stands
 		}
 		p := profileOf(s)
@@ -39,8 +39,13 @@ var ControlEdges = &Pass{
 			}
 			pos := g.Position()
 			at := pos[op.ID]
-			src := op.Input(0).Def // the SwapOut (or host op) it reads
-			lo := pos[src.ID] + 1
+			// The SwapOut (or host op) it reads; none for a weight kept on
+			// the host all step (OffloadState), which may come in from the
+			// start.
+			lo := 0
+			if src := op.Input(0).Def; src != nil {
+				lo = pos[src.ID] + 1
+			}
 			need := p.TransferTime(op.Input(0).Bytes(), false)
 			size := memory.Align(op.Output(0).Bytes())
 			// Time the ops between the trigger and the first consumer cover.

@@ -37,6 +37,11 @@ type Options struct {
 	AnyFit bool
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
+	// OffloadState keeps the parameters and optimizer state on the host
+	// (OffloadState) before the first planning round. PlanMemory sets
+	// it for a policy that offloads (StateOffloader) when the plan
+	// cannot fit with the state on the device; a caller may force it.
+	OffloadState bool
 	// PolicyParams are the policy's parameters, as text, already checked
 	// against what it declares (package policy).
 	PolicyParams map[string]string

@@ -166,10 +166,106 @@ var PlanMemory = &Pass{
 		if pol == nil {
 			return nil, fmt.Errorf("no memory policy in the options (package policy has them)")
 		}
-		if sp, ok := pol.(StepPlanner); ok {
-			return nil, sp.PlanStep(s)
+		plan := func(s *State) error {
+			if sp, ok := pol.(StepPlanner); ok {
+				return sp.PlanStep(s)
+			}
+			return PlanRounds(s, pol)
 		}
-		return nil, PlanRounds(s, pol)
+		off, ok := pol.(StateOffloader)
+		if !ok || !off.OffloadsState() || s.Opts.OffloadState || s.Opts.NoSwap {
+			return nil, plan(s)
+		}
+		// The state stays on the device unless it has to leave: where
+		// the policy's bound with it resident is over the budget, or
+		// where planning with it resident fails.
+		need, err := stateMustLeave(s, pol)
+		if err != nil {
+			return nil, err
+		}
+		opts := *s.Opts
+		opts.OffloadState = true
+		if need {
+			s.Opts = &opts
+			return nil, plan(s)
+		}
+		if !hasOffloadable(s.Model.Graph) {
+			return nil, plan(s)
+		}
+		snap := s.Model.Clone()
+		err = plan(s)
+		var ie *InfeasibleError
+		if err == nil || !errors.As(err, &ie) {
+			return nil, err
+		}
+		f := s.Fork(snap, &opts, "offload")
+		if ferr := plan(f); ferr != nil {
+			return nil, err // the resident plan's failure explains more
+		}
+		s.Adopt(f)
+		s.Opts = &opts
+		return nil, nil
+	},
+}
+
+// stateMustLeave reports whether pol cannot plan s's graph with the
+// training state on the device: its lower bound (LowerBounder) is over
+// the budget. A graph that fits unplanned never needs it.
+func stateMustLeave(s *State, pol Policy) (bool, error) {
+	lb, ok := pol.(LowerBounder)
+	if !ok || !hasOffloadable(s.Model.Graph) {
+		return false, nil
+	}
+	p := profileOf(s)
+	budget := s.Opts.Budget
+	if budget <= 0 {
+		budget = p.Budget()
+	}
+	mem, err := typed[*memory.Model](s, Liveness)
+	if err != nil {
+		return false, err
+	}
+	if mem.Peak <= budget {
+		return false, nil
+	}
+	tl, err := typed[*Timeline](s, Simulation)
+	if err != nil {
+		return false, err
+	}
+	return lb.LowerBound(&PolicyContext{Model: s.Model, G: s.Model.Graph, Mem: mem, TL: tl, Prof: p, Budget: budget, Given: budget, Opts: s.Opts, FT: &s.ft}) > budget, nil
+}
+
+// hasOffloadable reports whether g has a weight OffloadState would move
+// (a trained parameter or optimizer state: one the step replaces).
+func hasOffloadable(g *ir.Graph) bool {
+	for _, v := range g.Inits {
+		if v.Next != nil && !memory.HostResident(v) {
+			return true
+		}
+	}
+	for _, v := range g.Inputs {
+		if v.Param && v.Next != nil && !memory.HostResident(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// Offload is OffloadState as a pass of planning (under "plan/"), run
+// before the first round when Options.OffloadState is set.
+var Offload = &Pass{
+	Name:    "offload",
+	Doc:     "keep parameters and optimizer state on the host, swapped in before each use",
+	Mutates: true,
+	Run: func(s *State) (any, error) {
+		n, err := OffloadState(s.Model)
+		if err != nil {
+			return nil, err
+		}
+		if s.Report != nil {
+			s.Report.Offloaded = n
+		}
+		return nil, nil
 	},
 }
 
@@ -212,6 +308,20 @@ func PlanRounds(s *State, pol Policy) error {
 		r.BasePeak, r.BaseTime, r.Base = ab.peak, ab.time, ab.timeline
 	}
 	s.Report = r
+	if s.Opts.OffloadState {
+		// The unplanned step above is the one the user has; planning
+		// starts from the step with its state on the host, whose bound
+		// the error of a failed plan then gives.
+		if err := s.run(Offload); err != nil {
+			return err
+		}
+		if base, err = typed[*memory.Model](s, Liveness); err != nil {
+			return err
+		}
+		if baseTL, err = typed[*Timeline](s, Simulation); err != nil {
+			return err
+		}
+	}
 	mem := base
 	tl := baseTL
 	// target is what the planner aims M_i at: the budget, lowered by

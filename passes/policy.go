@@ -38,6 +38,16 @@ type StepPlanner interface {
 	PlanStep(s *State) error
 }
 
+// StateOffloader is a Policy whose plans may keep the training state
+// (parameters, optimizer state, running statistics) on the host
+// (OffloadState) when it cannot plan the step with that state on the
+// device. The baselines do not: they reproduce systems that keep
+// weights resident.
+type StateOffloader interface {
+	Policy
+	OffloadsState() bool
+}
+
 // LowerBounder is a Policy that can say how little memory any of its
 // plans needs on a graph; PlanRounds puts the bound of the graph it
 // started from into an InfeasibleError.

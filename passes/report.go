@@ -22,6 +22,9 @@ type Report struct {
 	Recomputed int     `json:"recomputed"`
 	Split      int     `json:"split"`
 	Rounds     int     `json:"rounds"`
+	// Offloaded is how many weights (parameters, optimizer state,
+	// running statistics) the plan keeps on the host (OffloadState).
+	Offloaded int `json:"offloaded_state,omitempty"`
 	// Order is the op order the plan was made in (passes.Order).
 	Order string `json:"order,omitempty"`
 	// Chosen says, for the tsplit policy, which of its two plans was

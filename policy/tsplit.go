@@ -39,6 +39,11 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 	return pl.Run()
 }
 
+// OffloadsState says tsplit keeps parameters and optimizer state on the
+// host where the step cannot fit with them on the device (TSPLIT: every
+// tensor is a candidate; passes.OffloadState).
+func (t *tsplit) OffloadsState() bool { return true }
+
 // LowerBound is the planner's bound on c's graph (planner.LowerBound),
 // crediting splits where the policy may split.
 func (t *tsplit) LowerBound(c *Context) int64 {

@@ -9,7 +9,6 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
-	"github.com/tsplit/tsplit/memory"
 )
 
 // places checks where every value lives: a device value in an
@@ -25,7 +24,7 @@ func (c *checker) places() error {
 	for i, pv := range p.Values {
 		v := c.vals[i]
 		where := c.valueName(i)
-		onHost := memory.OnHost(v)
+		onHost := hostTensor(v)
 		switch {
 		case onHost && (pv.HostBuffer == 0 || pv.Allocation != 0):
 			return c.fail(where, "is a host tensor: it needs a host buffer and no allocation")
@@ -103,7 +102,7 @@ func (c *checker) places() error {
 		if pv.HostBuffer == 0 {
 			continue
 		}
-		if v.Kind != ir.KindInit {
+		if v.Kind != ir.KindInit && v.Def != nil {
 			if _, runs := streamOf(v.Def); !runs {
 				continue // a view or a merge: written by others
 			}
@@ -289,7 +288,7 @@ func (c *checker) order() error {
 			}
 			refs = append(refs, po.Outputs...)
 			for _, vr := range refs {
-				if vr == 0 || memory.OnHost(c.vals[vr-1]) {
+				if vr == 0 || hostTensor(c.vals[vr-1]) {
 					continue
 				}
 				if err := use(p.Values[vr-1].Allocation - 1); err != nil {
@@ -412,7 +411,7 @@ func (c *checker) program() *executor.Program {
 					for j, r := range refs {
 						switch {
 						case r == 0:
-						case memory.OnHost(c.vals[r-1]) || (s == executor.StreamHost && c.vals[r-1].Kind == ir.KindInit):
+						case hostTensor(c.vals[r-1]) || (s == executor.StreamHost && c.vals[r-1].Kind == ir.KindInit):
 							out[j] = host(int(r - 1))
 						default:
 							out[j] = device(int(r - 1))

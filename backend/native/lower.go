@@ -186,6 +186,12 @@ func placeHost(p *planpb.Plan, order []*ir.Op, ref []int32) error {
 	}
 	for _, op := range order {
 		switch ir.CopyOf(op) {
+		case ir.ToDevice:
+			// A weight kept on the host all step (memory.HostResident)
+			// gets its own host buffer, filled at setup.
+			if v := op.Input(0); memory.HostResident(v) && at(v).HostBuffer == 0 {
+				newBuf(v)
+			}
 		case ir.ToHost:
 			if out := op.Output(0); at(out).HostBuffer == 0 {
 				newBuf(out)
@@ -309,7 +315,7 @@ func schedule(p *planpb.Plan, mem *memory.Model, g *ir.Graph) {
 		}
 		touch := func(v *ir.Value) {
 			if v != nil {
-				if a := mem.ByValue[v.ID]; a >= 0 && !memory.OnHost(v) {
+				if a := mem.ByValue[v.ID]; a >= 0 && !hostTensor(v) {
 					last[a][s] = me.n
 				}
 			}
@@ -375,3 +381,8 @@ func attribute(a ir.Attr) (*planpb.Attribute, error) {
 func tensor(t *ir.Tensor) *planpb.Tensor {
 	return &planpb.Tensor{Dtype: int32(t.DType), Shape: t.Shape, Data: t.Raw}
 }
+
+// hostTensor reports whether a value lives in host memory in a plan: a
+// swap-out's or host op's output (memory.OnHost), or a weight the plan
+// keeps on the host all step (memory.HostResident).
+func hostTensor(v *ir.Value) bool { return memory.OnHost(v) || memory.HostResident(v) }

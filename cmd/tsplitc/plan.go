@@ -190,6 +190,9 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	fmt.Fprintf(w, "budget        %s\n", bytesStr(res.Budget))
 	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", bytesStr(res.Peak), bytesStr(res.Pool), bytesStr(res.HostPeak))
 	fmt.Fprintf(w, "tensors       %d swapped, %d recomputed, %d split\n", res.Swapped, res.Recomputed, res.Split)
+	if res.Offloaded > 0 {
+		fmt.Fprintf(w, "state         %d weights on the host (parameters, optimizer state), swapped in before each use\n", res.Offloaded)
+	}
 	if res.Kept != "" {
 		fmt.Fprintf(w, "kept          %s\n", res.Kept)
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	// Order is the op order to plan under ("", "auto": the policy's
 	// choice — tsplit searches them all; "dfs", "alap", "as-built").
 	Order string
+	// Update is where a plan that keeps the parameters and optimizer
+	// state on the host runs the optimizer update ("", "auto": the
+	// faster simulated step; "device", "host"; docs/offload.md).
+	Update string
 
 	// Forward rebuilds the model's forward graph at another batch. With
 	// a policy that trains with sub-batches (modnn: Policy.SubBatches) it
@@ -211,6 +215,13 @@ func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
 	if err != nil {
 		return nil, nil, &UsageError{Option: "Order", Err: err}
 	}
+	update := passes.UpdateAuto
+	if o.Update != "" {
+		var ok bool
+		if update, ok = passes.ParseUpdatePlace(o.Update); !ok {
+			return nil, nil, usage("Update", "is %q; it is auto, device or host", o.Update)
+		}
+	}
 	if o.Target != "" && o.Target != TargetONNX && o.Target != TargetNative {
 		return nil, nil, usage("Target", "is %q; targets are %s and %s", o.Target, TargetONNX, TargetNative)
 	}
@@ -218,5 +229,5 @@ func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
 		return nil, nil, usage("MaxSubBatches", "limits must not be negative")
 	}
 	return pol, &policy.Options{Budget: budget, Profile: prof, Params: o.PolicyParams,
-		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Order: order, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
+		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Order: order, Update: update, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
 }

@@ -57,6 +57,9 @@ type Result struct {
 	// running statistics) the plan keeps in host memory, brought in
 	// before each use (docs/offload.md).
 	Offloaded int `json:"offloaded_state,omitempty"`
+	// HostUpdate says the optimizer update of that state runs on the
+	// host.
+	HostUpdate bool `json:"host_update,omitempty"`
 	// Kept says which of tsplit's two plans was kept when both were
 	// made ("" otherwise).
 	Kept string `json:"kept"`
@@ -458,7 +461,7 @@ func result(pr *policy.Result, o *Options) *Result {
 	res = &Result{SubBatching: sb, Model: m, Report: r, Passes: pr.Timings, File: m.Path, Dims: m.Dims, Ops: len(m.Graph.Order()), Device: r.Device,
 		Policy: r.Policy, PolicyParams: o.PolicyParams, Budget: r.Budget, BasePeak: r.BasePeak, Peak: r.Peak,
 		Pool: r.Pool, HostPeak: r.HostPeak, BaseStep: r.BaseTime, Step: r.Time, Swapped: r.Swapped,
-		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Offloaded: r.Offloaded, Kept: r.Chosen, Order: r.Order, FusedTiles: r.FusedTiles}
+		Recomputed: r.Recomputed, Split: r.Split, Rounds: r.Rounds, Offloaded: r.Offloaded, HostUpdate: r.HostUpdate, Kept: r.Chosen, Order: r.Order, FusedTiles: r.FusedTiles}
 	if sb != nil && len(sb.Sizes) > 1 && sb.BasePeak > 0 {
 		// The planned step runs sub-batches: the report's base is that
 		// step unplanned, but the step a user would otherwise run is

@@ -150,7 +150,7 @@ func verifyPlacement(op *Op, bad func(string, ...any)) {
 		if v == nil || (k == OnHost && v.Kind == KindInit) {
 			continue // host ops may read constants from the model
 		}
-		if k == ToDevice && (v.Kind == KindInit || (v.Def == nil && v.Param)) {
+		if (k == ToDevice || k == OnHost) && (v.Kind == KindInit || (v.Def == nil && v.Param)) {
 			continue // an offloaded weight, kept on the host all step
 		}
 		host := v.Def != nil && (CopyOf(v.Def) == ToHost || CopyOf(v.Def) == OnHost)

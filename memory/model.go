@@ -109,10 +109,14 @@ func Resident(v *ir.Value) bool {
 }
 
 // HostResident reports whether a weight lives in host memory for the
-// whole step: one that only swap-ins read. A plan that offloads state
+// whole step: one that only swap-ins and host-placed ops read, at least
+// one swap-in or, for state the step replaces (Value.Next), none: its
+// update runs on the host. A plan that offloads state
 // (passes.OffloadState) brings such a weight to the device before each
-// of its uses, so the device holds a restored copy while that use needs
-// it, never the weight itself. Since the rule is read off the graph, the
+// of its device uses, so the device holds a restored copy while that
+// use needs it, never the weight itself. (A constant that only host ops
+// read — a split's Slice bounds — is not state: it keeps its device
+// interval, as before.) Since the rule is read off the graph, the
 // planner, the simulator, the static layout and every runtime agree on
 // it without a flag of their own.
 func HostResident(v *ir.Value) bool {
@@ -120,12 +124,17 @@ func HostResident(v *ir.Value) bool {
 		return false
 	}
 	uses := v.Uses()
+	swapped := false
 	for _, u := range uses {
-		if ir.CopyOf(u.Op) != ir.ToDevice {
+		switch ir.CopyOf(u.Op) {
+		case ir.ToDevice:
+			swapped = true
+		case ir.OnHost:
+		default:
 			return false
 		}
 	}
-	return len(uses) > 0
+	return len(uses) > 0 && (swapped || v.Next != nil)
 }
 
 // Options tune the model.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
 	"github.com/tsplit/tsplit/memory"
 )
 
@@ -26,7 +27,16 @@ import (
 // applied to values that exist before the step: the same SwapIn and
 // SwapOut ops, positions as control edges, and the memory model counts
 // them by the same rules, so nothing downstream has a second path.
-func OffloadState(m *ir.Model) (int, error) {
+//
+// With hostUpdate, the optimizer update of the offloaded state runs on
+// the host as well (ZeRO-Offload's placement): the update ops of each
+// offloaded parameter (hostUpdateOps) are placed on the host and read
+// the parameter and its optimizer state where they live, each gradient
+// (and any other device value they read) is swapped out once, right
+// after it is computed, and the updated values are host tensors
+// already. Where the update cannot run on the host (hostUpdateOps says
+// why), the update stays on the device and OffloadState reports it.
+func OffloadState(m *ir.Model, hostUpdate bool) (int, error) {
 	g := m.Graph
 	isOutput := map[*ir.Value]int{}
 	for i, v := range g.Outputs {
@@ -61,6 +71,13 @@ func OffloadState(m *ir.Model) (int, error) {
 	if len(state) == 0 {
 		return 0, nil
 	}
+	var onHost map[ir.OpID]bool
+	if hostUpdate {
+		var err error
+		if onHost, err = hostUpdateOps(g, state); err != nil {
+			return 0, fmt.Errorf("offload: the update cannot run on the host: %w", err)
+		}
+	}
 	// The new ops are appended to the order as they are made; the order
 	// is rebuilt from the one before them at the end.
 	old := slices.Clone(g.Order())
@@ -68,10 +85,43 @@ func OffloadState(m *ir.Model) (int, error) {
 	before := map[ir.OpID][]*ir.Op{}
 	after := map[ir.OpID][]*ir.Op{}
 	fresh := g.FreshName
+	// The host update reads each device value it needs from one
+	// swap-out placed right after the value's producer.
+	hostCopy := map[*ir.Value]*ir.Value{}
+	for _, op := range old {
+		if !onHost[op.ID] {
+			continue
+		}
+		for j, w := range op.Inputs() {
+			if w == nil || w.Def == nil || onHost[w.Def.ID] {
+				continue // state or a constant (host), or computed on the host
+			}
+			h := hostCopy[w]
+			if h == nil {
+				so, err := g.NewOp("SwapOut", ir.Domain, fresh(w.Name+"/swap_out"), []*ir.Value{w}, []string{fresh(w.Name + "/host")}, nil)
+				if err != nil {
+					return 0, fmt.Errorf("offload: %v", err)
+				}
+				so.Phase = w.Def.Phase
+				if err := ir.InferAndSet(so, m.Opset(ir.Domain)); err != nil {
+					return 0, fmt.Errorf("offload: %s: %v", so.Describe(), err)
+				}
+				h = so.Output(0)
+				hostCopy[w] = h
+				after[w.Def.ID] = append(after[w.Def.ID], so)
+			}
+			op.SetInput(j, h)
+		}
+	}
+	for _, op := range old {
+		if onHost[op.ID] {
+			op.Host = true
+		}
+	}
 	for _, v := range state {
 		var readers []*ir.Op
 		for _, u := range v.Uses() {
-			if !slices.Contains(readers, u.Op) {
+			if !onHost[u.Op.ID] && !slices.Contains(readers, u.Op) {
 				readers = append(readers, u.Op)
 			}
 		}
@@ -95,7 +145,7 @@ func OffloadState(m *ir.Model) (int, error) {
 		nx := v.Next
 		k, out := isOutput[nx]
 		if nx == nil || !out || nx.Def == nil || ir.CopyOf(nx.Def) != ir.NoCopy {
-			continue
+			continue // none, or computed on the host
 		}
 		name := nx.Name
 		so, err := g.NewOp("SwapOut", ir.Domain, fresh(name+"/swap_out"), []*ir.Value{nx}, []string{fresh(name + "/host")}, nil)
@@ -128,4 +178,86 @@ func OffloadState(m *ir.Model) (int, error) {
 		return 0, fmt.Errorf("offload: %v", err)
 	}
 	return len(state), nil
+}
+
+// hostUpdateOps is the set of ops that run the optimizer update of the
+// state OffloadState moves, for placing them on the host: the Update-
+// phase ops from which the replacement (Value.Next) of an offloaded
+// value is computed, less those shared with state that stays on the
+// device (Adam's step count, whose next value every update reads: that
+// value is then swapped out once). It fails where the host cannot run
+// them: an op without a reference kernel, a graph input other than a
+// parameter, state that stays on the device read directly, or a result
+// that a device op outside the update reads.
+func hostUpdateOps(g *ir.Graph, state []*ir.Value) (map[ir.OpID]bool, error) {
+	offloaded := map[*ir.Value]bool{}
+	for _, v := range state {
+		offloaded[v] = true
+	}
+	// ancestors marks the Update-phase ops v is computed from.
+	ancestors := func(v *ir.Value, mark map[ir.OpID]bool) {
+		work := []*ir.Value{v}
+		for len(work) > 0 {
+			w := work[len(work)-1]
+			work = work[:len(work)-1]
+			op := w.Def
+			if op == nil || op.Phase != ir.Update || mark[op.ID] {
+				continue
+			}
+			mark[op.ID] = true
+			for _, x := range op.Inputs() {
+				if x != nil {
+					work = append(work, x)
+				}
+			}
+		}
+	}
+	shared := map[ir.OpID]bool{}
+	for _, v := range append(slices.Clone(g.Inputs), g.Inits...) {
+		if memory.Resident(v) && !offloaded[v] && v.Next != nil {
+			ancestors(v.Next, shared)
+		}
+	}
+	ops := map[ir.OpID]bool{}
+	for _, v := range state {
+		if v.Next != nil {
+			ancestors(v.Next, ops)
+		}
+	}
+	for id := range shared {
+		delete(ops, id)
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("the offloaded state has no update")
+	}
+	for _, op := range g.Order() {
+		if !ops[op.ID] {
+			continue
+		}
+		if ir.CopyOf(op) != ir.NoCopy {
+			return nil, fmt.Errorf("%s already moves data", op.Describe())
+		}
+		if err := kernels.Supported(op); err != nil {
+			return nil, err
+		}
+		for _, x := range op.Inputs() {
+			if x == nil || x.Def != nil || offloaded[x] {
+				continue
+			}
+			if x.Kind != ir.KindInit || x.Next != nil {
+				return nil, fmt.Errorf("%s reads %q, which stays on the device", op.Describe(), x.Name)
+			}
+		}
+		for _, y := range op.Outputs() {
+			if y == nil {
+				continue
+			}
+			for _, u := range y.Uses() {
+				if !ops[u.Op.ID] {
+					return nil, fmt.Errorf("%s outside the update reads %q", u.Op.Describe(), y.Name)
+				}
+			}
+		}
+	}
+	return ops, nil
 }

@@ -32,7 +32,7 @@ func TestOffloadStateKeepsWeightsOnHost(t *testing.T) {
 	in := plantest.Inputs(t, m)
 	before := plantest.RunUnplanned(t, want, in)
 
-	n, err := passes.OffloadState(m)
+	n, err := passes.OffloadState(m, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// it for a policy that offloads (StateOffloader) when the plan
 	// cannot fit with the state on the device; a caller may force it.
 	OffloadState bool
+	// Update is where a plan with its state on the host runs the
+	// optimizer update (UpdateAuto: the placement whose simulated step
+	// is shorter).
+	Update UpdatePlace
 	// PolicyParams are the policy's parameters, as text, already checked
 	// against what it declares (package policy).
 	PolicyParams map[string]string
@@ -64,4 +68,33 @@ func (o *Options) interrupted() error {
 		return nil
 	}
 	return o.Context.Err()
+}
+
+// UpdatePlace is where a plan that keeps the training state on the host
+// (OffloadState) runs the optimizer update.
+type UpdatePlace uint8
+
+// Update placements.
+const (
+	// UpdateAuto plans both placements and keeps the shorter simulated
+	// step (the device's on a tie).
+	UpdateAuto UpdatePlace = iota
+	// UpdateDevice brings the parameter and its optimizer state to the
+	// device for the update.
+	UpdateDevice
+	// UpdateHost runs the update on the host (ZeRO-Offload's placement):
+	// the gradient goes out, the updated values stay there.
+	UpdateHost
+)
+
+func (u UpdatePlace) String() string { return [...]string{"auto", "device", "host"}[u] }
+
+// ParseUpdatePlace reads "auto", "device" or "host".
+func ParseUpdatePlace(s string) (UpdatePlace, bool) {
+	for u := UpdateAuto; u <= UpdateHost; u++ {
+		if u.String() == s {
+			return u, true
+		}
+	}
+	return 0, false
 }

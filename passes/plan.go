@@ -67,12 +67,41 @@ type InfeasibleError struct {
 	At         string // the op where nothing more could be freed
 	Need       int64  // bytes live there after every possible eviction
 	LowerBound int64  // no plan of this kind fits below this
+	// HostState is the bytes of parameters and optimizer state the
+	// plan kept on the host (OffloadState; 0: all on the device): the
+	// bound is that of the step with them there.
+	HostState int64
 }
 
 func (e *InfeasibleError) Error() string {
 	// No budget above the bound is promised: the planner is greedy and
 	// not monotonic in the budget (tsplit.Options.FindFeasible finds a
 	// budget that plans by planning again).
-	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate; the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace, split to the limit where it can be)",
-		units.Bytes(e.Budget), e.At, units.Bytes(e.Need), units.Bytes(e.LowerBound))
+	where := ""
+	if e.HostState > 0 {
+		where = fmt.Sprintf(", with %s of parameters and optimizer state on the host", units.Bytes(e.HostState))
+	}
+	return fmt.Sprintf("no plan fits a budget of %s: at %s, %s stay live after evicting every candidate (device memory short by %s); the lower bound for this graph is %s (the weights and kept outputs live at its largest op, plus that op's inputs, outputs and workspace, split to the limit where it can be%s)",
+		units.Bytes(e.Budget), e.At, units.Bytes(e.Need), units.Bytes(max(e.Need-e.Budget, 0)), units.Bytes(e.LowerBound), where)
+}
+
+// HostMemoryError is a plan that fits the device but whose swapped
+// tensors and host-resident state (OffloadState) need more pinned host
+// memory at once than the profile has: host memory, not device memory,
+// is short.
+type HostMemoryError struct {
+	Profile string
+	// Need is the plan's host peak, State the part of it that is
+	// parameters and optimizer state kept on the host, Have the
+	// profile's pinned host memory.
+	Need, State, Have int64
+}
+
+func (e *HostMemoryError) Error() string {
+	state := ""
+	if e.State > 0 {
+		state = fmt.Sprintf(", %s of it parameters and optimizer state kept there", units.Bytes(e.State))
+	}
+	return fmt.Sprintf("host memory is short by %s: the plan fits the device but holds %s in pinned host memory at once%s, more than the %s profile's %s",
+		units.Bytes(e.Need-e.Have), units.Bytes(e.Need), state, e.Profile, units.Bytes(e.Have))
 }

@@ -183,11 +183,30 @@ var PlanMemory = &Pass{
 		if err != nil {
 			return nil, err
 		}
-		opts := *s.Opts
-		opts.OffloadState = true
+		// offloaded plans a copy of from with the state on the host, the
+		// update where Options.Update says or, under UpdateAuto, on the
+		// device and on the host, keeping the shorter simulated step.
+		offloaded := func(from *ir.Model) (*State, error) {
+			try := func(u UpdatePlace, name string) (*State, error) {
+				o := *s.Opts
+				o.OffloadState, o.Update = true, u
+				f := s.Fork(from.Clone(), &o, name)
+				return f, plan(f)
+			}
+			if u := s.Opts.Update; u != UpdateAuto {
+				return try(u, "offload")
+			}
+			d, derr := try(UpdateDevice, "offload")
+			h, herr := try(UpdateHost, "offload-host-update")
+			if herr == nil && (derr != nil || h.Report.Time < d.Report.Time) {
+				return h, nil
+			}
+			return d, derr
+		}
 		if need {
-			s.Opts = &opts
-			return nil, plan(s)
+			f, err := offloaded(s.Model)
+			s.Adopt(f)
+			return nil, err
 		}
 		if !hasOffloadable(s.Model.Graph) {
 			return nil, plan(s)
@@ -198,12 +217,11 @@ var PlanMemory = &Pass{
 		if err == nil || !errors.As(err, &ie) {
 			return nil, err
 		}
-		f := s.Fork(snap, &opts, "offload")
-		if ferr := plan(f); ferr != nil {
+		f, ferr := offloaded(snap)
+		if ferr != nil {
 			return nil, err // the resident plan's failure explains more
 		}
 		s.Adopt(f)
-		s.Opts = &opts
 		return nil, nil
 	},
 }
@@ -258,12 +276,13 @@ var Offload = &Pass{
 	Doc:     "keep parameters and optimizer state on the host, swapped in before each use",
 	Mutates: true,
 	Run: func(s *State) (any, error) {
-		n, err := OffloadState(s.Model)
+		host := s.Opts.Update == UpdateHost
+		n, err := OffloadState(s.Model, host)
 		if err != nil {
 			return nil, err
 		}
 		if s.Report != nil {
-			s.Report.Offloaded = n
+			s.Report.Offloaded, s.Report.HostUpdate = n, host
 		}
 		return nil, nil
 	},
@@ -383,6 +402,7 @@ func PlanRounds(s *State, pol Policy) error {
 				// layout's fragmentation: what stays live must fit with it.
 				ie.Need += budget - target
 				ie.Budget = budget
+				ie.HostState = base.HostState
 				if !s.NoBound {
 					ie.LowerBound = baseBound()
 				}
@@ -420,7 +440,7 @@ func PlanRounds(s *State, pol Policy) error {
 	r.Peak, r.HostPeak, r.Time = mem.Peak, mem.HostPeak, tl.StepTime
 	r.Planned = timeline(mem, tl)
 	if r.HostPeak > p.HostMemory {
-		return fmt.Errorf("the plan swaps %d bytes to the host at once, more than the %s profile's %d bytes of pinned host memory", r.HostPeak, p.Name, p.HostMemory)
+		return &HostMemoryError{Profile: p.Name, Need: r.HostPeak, State: mem.HostState, Have: p.HostMemory}
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ type Report struct {
 	// Offloaded is how many weights (parameters, optimizer state,
 	// running statistics) the plan keeps on the host (OffloadState).
 	Offloaded int `json:"offloaded_state,omitempty"`
+	// HostUpdate says the optimizer update of the offloaded state runs
+	// on the host (Options.Update).
+	HostUpdate bool `json:"host_update,omitempty"`
 	// Order is the op order the plan was made in (passes.Order).
 	Order string `json:"order,omitempty"`
 	// Chosen says, for the tsplit policy, which of its two plans was

@@ -89,7 +89,7 @@ func Simulate(g *ir.Graph, mem *memory.Model, p *profile.Profile) *Timeline {
 		case ir.ToDevice:
 			st, dur = StreamH2D, p.TransferTime(op.Input(0).Bytes(), false)
 		case ir.OnHost:
-			st, dur = StreamHost, p.HostTime(profile.OpWork(op).Bytes)
+			st, dur = StreamHost, p.HostWorkTime(profile.OpWork(op))
 			if _, view := ir.ViewOf(op); view || ir.InPlaceConcat(op) {
 				dur = 0 // a view, or a merge its pieces were written into
 			}

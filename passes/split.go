@@ -232,6 +232,25 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			return err
 		}
 		merged.Origin = "split"
+		// A swap-out of Y that only host ops read, or that is a graph
+		// output (state offloaded by OffloadState: a gradient the host
+		// update reads, an updated weight), is the merge itself: its
+		// readers read the merge, under the swap-out's name, and Y does
+		// not come back to the device for it.
+		for _, u := range append([]ir.Use(nil), y.Uses()...) {
+			if ir.CopyOf(u.Op) != ir.ToHost || !hostOnly(u.Op.Output(0)) {
+				continue
+			}
+			h := u.Op.Output(0)
+			name := h.Name
+			h.ReplaceAllUsesWith(merged.Output(0))
+			if err := g.RemoveOp(u.Op); err != nil {
+				return err
+			}
+			if err := g.Rename(merged.Output(0), name); err != nil {
+				return err
+			}
+		}
 		// Y comes back whole before its first consumer (or at the end, for
 		// a graph output).
 		if len(y.Uses()) > 0 || isOutput(g, y) {
@@ -416,4 +435,15 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// hostOnly reports whether no swap-in reads v: host ops read it, or
+// nothing does (a graph output).
+func hostOnly(v *ir.Value) bool {
+	for _, u := range v.Uses() {
+		if ir.CopyOf(u.Op) != ir.OnHost {
+			return false
+		}
+	}
+	return true
 }

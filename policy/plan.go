@@ -20,6 +20,9 @@ type Options struct {
 	Params map[string]string
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
+	// Update is where a plan that keeps the training state on the host
+	// runs the optimizer update (passes.UpdateAuto: the faster).
+	Update passes.UpdatePlace
 	// Order is the op order to plan under (passes.OrderAuto: the
 	// policy's choice).
 	Order passes.OpOrder
@@ -71,7 +74,7 @@ func Plan(ctx context.Context, m *ir.Model, pol Policy, opts Options) (*Result, 
 	}
 	s := passes.NewState(m, &passes.Options{Budget: opts.Budget, Profile: opts.Profile, Policy: pol,
 		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, Order: opts.Order, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound,
-		AnyFit: opts.AnyFit})
+		AnyFit: opts.AnyFit, Update: opts.Update})
 	s.Check, s.OnPass = opts.Check, opts.OnPass
 	s.DumpAfter, s.DumpTo = opts.DumpAfter, opts.DumpTo
 	err := s.Run(passes.Pipeline...)

@@ -122,3 +122,16 @@ func (p *Profile) HostTime(n float64) float64 {
 	}
 	return n / bw
 }
+
+// HostWorkTime is the time of a host-placed op doing w: the larger of
+// its memory time (HostTime) and its compute time at HostFLOPS. The
+// ops that rearrange swapped pieces (Slice, Concat) compute nothing
+// and take their memory time; an optimizer update run by the host is
+// bound by whichever is slower.
+func (p *Profile) HostWorkTime(w Work) float64 {
+	f := p.HostFLOPS
+	if f <= 0 {
+		f = 50e9
+	}
+	return max(p.HostTime(w.Bytes), w.FLOPs/f)
+}

@@ -42,6 +42,10 @@ type Profile struct {
 	// HostBW is the host's memory-copy bandwidth (bytes/s), for ops that
 	// rearrange swapped pieces in host memory (0: 10 GB/s).
 	HostBW float64 `json:"host_copy_bytes_per_s,omitempty"`
+	// HostFLOPS is the host's fp32 compute rate (FLOP/s) for ops placed
+	// on it, such as an optimizer update run by the host (0: 50 GFLOP/s,
+	// a few cores' vector units).
+	HostFLOPS float64 `json:"host_fp32_flops,omitempty"`
 	// ConvAlgos lists convolution algorithms (moDNN Eq. 5): relative
 	// time and workspace as a multiple of the conv's output bytes.
 	ConvAlgos []ConvAlgo `json:"conv_algos"`
@@ -213,6 +217,8 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("launch_s and half_efficiency_flops must not be negative")
 	case p.HostMemory <= 0:
 		return fmt.Errorf("host_memory_bytes must be positive")
+	case !(p.HostBW >= 0) || !(p.HostFLOPS >= 0):
+		return fmt.Errorf("host_copy_bytes_per_s and host_fp32_flops must not be negative")
 	}
 	if !(p.LinkLatency >= 0) || !(p.WakeLatency >= 0) {
 		return fmt.Errorf("link_latency_s and wake_latency_s must not be negative")

@@ -9,6 +9,7 @@ import (
 	"github.com/tsplit/tsplit/executor"
 	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
 )
 
 // places checks where every value lives: a device value in an
@@ -24,7 +25,7 @@ func (c *checker) places() error {
 	for i, pv := range p.Values {
 		v := c.vals[i]
 		where := c.valueName(i)
-		onHost := hostTensor(v)
+		onHost := c.onHost(i)
 		switch {
 		case onHost && (pv.HostBuffer == 0 || pv.Allocation != 0):
 			return c.fail(where, "is a host tensor: it needs a host buffer and no allocation")
@@ -288,7 +289,7 @@ func (c *checker) order() error {
 			}
 			refs = append(refs, po.Outputs...)
 			for _, vr := range refs {
-				if vr == 0 || hostTensor(c.vals[vr-1]) {
+				if vr == 0 || c.onHost(int(vr-1)) {
 					continue
 				}
 				if err := use(p.Values[vr-1].Allocation - 1); err != nil {
@@ -411,7 +412,7 @@ func (c *checker) program() *executor.Program {
 					for j, r := range refs {
 						switch {
 						case r == 0:
-						case hostTensor(c.vals[r-1]) || (s == executor.StreamHost && c.vals[r-1].Kind == ir.KindInit):
+						case c.onHost(int(r-1)) || (s == executor.StreamHost && c.vals[r-1].Kind == ir.KindInit):
 							out[j] = host(int(r - 1))
 						default:
 							out[j] = device(int(r - 1))
@@ -430,4 +431,14 @@ func (c *checker) program() *executor.Program {
 		prog.Streams[s] = cmds
 	}
 	return prog
+}
+
+// onHost reports whether value i of the plan lives in host memory: a
+// swap-out's or host op's output, or a weight the plan keeps on the host
+// all step — one it gives a host buffer and no allocation (a plan read
+// back has no Value.Next, by which memory.HostResident knows optimizer
+// state that only a host-side update reads).
+func (c *checker) onHost(i int) bool {
+	v, pv := c.vals[i], c.p.Values[i]
+	return hostTensor(v) || (memory.Resident(v) && pv.Allocation == 0 && pv.HostBuffer != 0)
 }

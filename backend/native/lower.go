@@ -201,7 +201,7 @@ func placeHost(p *planpb.Plan, order []*ir.Op, ref []int32) error {
 				continue
 			}
 			for _, v := range op.Inputs() {
-				if v != nil && v.Kind == ir.KindInit && at(v).HostBuffer == 0 {
+				if v != nil && (v.Kind == ir.KindInit || memory.HostResident(v)) && at(v).HostBuffer == 0 {
 					newBuf(v)
 				}
 			}

@@ -249,7 +249,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"train", bad, "-o", out}, 1, bad},
 		{[]string{"dump", bad}, 1, bad},
 		{[]string{"profile", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
-		{[]string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}, 1, "no plan fits a budget of 512.00 KiB"},
+		// (512 KiB plans since the state may leave the device: issue 14.)
+		{[]string{"plan", resnet18, "--batch", "16", "--memory", "128KiB", "-o", out}, 1, "no plan fits a budget of 128.00 KiB"},
 		{[]string{"run", resnet18, "--train", "--batch", "16", "--pool", "1MiB"}, 1, "out of device memory"},
 		// A diverging step stops at the first op computing a NaN (the
 		// learning rate is +Inf in float32), on by default with --train.

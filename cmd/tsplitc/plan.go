@@ -27,6 +27,7 @@ type planFlags struct {
 	memory string // the budget
 	policy string
 	order  string
+	update string
 	params []string // --policy-param NAME=VALUE[,NAME=VALUE…]
 	device string
 	check  bool
@@ -46,6 +47,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file (tsplitc profile lists them)")
 	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
 	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(policy.Names(), ", "))
+	fl.StringVar(&f.update, "update", "auto", "where a plan that keeps the parameters and optimizer state on the host runs the optimizer update: auto (the faster simulated step), device, host (docs/offload.md)")
 	fl.StringVar(&f.order, "order", "auto", "op order to plan under: auto (tsplit plans under every order and keeps the fastest plan; other policies use their own), dfs (TSPLIT Alg. 1), alap (depth-first forward, backward as late as possible), as-built")
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
 	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
@@ -109,6 +111,7 @@ func (f *planFlags) options() (tsplit.Options, error) {
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
 	opts.Order = f.order
 	opts.NoFusedTiles = f.noFused
+	opts.Update = f.update
 	opts.Bound = f.bound || f.json
 	switch f.target {
 	case tsplit.TargetONNX, tsplit.TargetNative:
@@ -191,7 +194,11 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	fmt.Fprintf(w, "planned peak  %s (pool %s, host %s)\n", bytesStr(res.Peak), bytesStr(res.Pool), bytesStr(res.HostPeak))
 	fmt.Fprintf(w, "tensors       %d swapped, %d recomputed, %d split\n", res.Swapped, res.Recomputed, res.Split)
 	if res.Offloaded > 0 {
-		fmt.Fprintf(w, "state         %d weights on the host (parameters, optimizer state), swapped in before each use\n", res.Offloaded)
+		where := "the device"
+		if res.HostUpdate {
+			where = "the host"
+		}
+		fmt.Fprintf(w, "state         %d weights on the host (parameters, optimizer state), swapped in before each use; update on %s\n", res.Offloaded, where)
 	}
 	if res.Kept != "" {
 		fmt.Fprintf(w, "kept          %s\n", res.Kept)

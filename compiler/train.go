@@ -364,6 +364,10 @@ func renameOutput(b *autodiff.Builder, v *ir.Value, name string) *ir.Value {
 
 func freshName(g *ir.Graph, base string) string { return g.FreshName(base) }
 
+// lazyStateBytes is the size above which a parameter's optimizer state
+// (zeros) is an initializer loaded on demand (ir.Graph.AddLazyInit).
+const lazyStateBytes = 64 << 20
+
 // addOptimizer emits the update of every parameter and returns the new
 // outputs (updated parameters, then optimizer state).
 func addOptimizer(m *ir.Model, b *autodiff.Builder, params, grads []*ir.Value, o TrainOptions, ti *TrainingInfo) ([]*ir.Value, error) {
@@ -381,6 +385,25 @@ func addOptimizer(m *ir.Model, b *autodiff.Builder, params, grads []*ir.Value, o
 		ti.Feedback = append(ti.Feedback, [2]string{out.Name, in.Name})
 	}
 	newState := func(p *ir.Value, what string, zeros bool) (*ir.Value, error) {
+		name := freshName(g, "opt."+what+"."+p.Name)
+		if zeros && p.Bytes() > lazyStateBytes {
+			// The zeros are made when something reads them (a run, a
+			// written file): planning a step whose optimizer state is
+			// far larger than this machine's memory never does.
+			dt, shape := p.DType, p.Shape.Clone()
+			v, err := g.AddLazyInit(name, dt, shape, func() (*ir.Tensor, error) {
+				b, err := shape.Bytes(dt)
+				if err != nil {
+					return nil, err
+				}
+				return ir.NewTensor(dt, shape.Clone(), make([]byte, b))
+			})
+			if err != nil {
+				return nil, err
+			}
+			g.Inputs = append(g.Inputs, v)
+			return v, nil
+		}
 		t, err := ir.NewTensor(p.DType, p.Shape.Clone(), make([]byte, p.Bytes()))
 		if err != nil {
 			return nil, err
@@ -388,7 +411,7 @@ func addOptimizer(m *ir.Model, b *autodiff.Builder, params, grads []*ir.Value, o
 		if !zeros {
 			t = ir.TensorFromFloat64s(p.DType, ir.Shape{}, []float64{0})
 		}
-		v, err := g.AddInit(freshName(g, "opt."+what+"."+p.Name), t)
+		v, err := g.AddInit(name, t)
 		if err != nil {
 			return nil, err
 		}

@@ -201,6 +201,12 @@ var PlanMemory = &Pass{
 			if herr == nil && (derr != nil || h.Report.Time < d.Report.Time) {
 				return h, nil
 			}
+			// Both failed: the failure whose bound is lower, which no
+			// placement of the update goes below.
+			var di, hi *InfeasibleError
+			if derr != nil && errors.As(herr, &hi) && (!errors.As(derr, &di) || hi.LowerBound < di.LowerBound) {
+				return h, herr
+			}
 			return d, derr
 		}
 		if need {

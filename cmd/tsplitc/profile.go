@@ -210,6 +210,9 @@ func showProfile(w io.Writer, p *profile.Profile) {
 	if p.HostBW > 0 {
 		fmt.Fprintf(tw, "host copies\t%s\n", rate(p.HostBW))
 	}
+	if p.HostFLOPS > 0 {
+		fmt.Fprintf(tw, "host compute\t%.3g GFLOPS fp32 (host-placed ops: an offloaded optimizer update)\n", p.HostFLOPS/1e9)
+	}
 	for _, a := range p.ConvAlgos {
 		fmt.Fprintf(tw, "conv algorithm\t%s: time ×%.2f, workspace ×%.2f of the input\n", a.Name, a.Speed, a.Workspace)
 	}

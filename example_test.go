@@ -55,15 +55,15 @@ func Example() {
 // A budget below what any plan can reach is an *InfeasibleError with
 // the budget and the lower bound.
 func ExampleInfeasibleError() {
-	_, err := tsplit.PlanFile(context.Background(), model, tsplit.Options{Batch: 16, Budget: 128 << 10})
+	_, err := tsplit.PlanFile(context.Background(), model, tsplit.Options{Batch: 16, Budget: 512 << 10})
 	var ie *tsplit.InfeasibleError
 	if errors.As(err, &ie) {
 		fmt.Println("policy", ie.Policy, "cannot fit", kib(ie.Budget))
 		fmt.Println("lower bound", kib(ie.LowerBound), "above the budget:", ie.LowerBound > ie.Budget)
 	}
 	// Output:
-	// policy tsplit cannot fit 128.0 KiB
-	// lower bound 137.0 KiB above the budget: true
+	// policy tsplit cannot fit 512.0 KiB
+	// lower bound 845.5 KiB above the budget: true
 }
 
 // Options are checked before the model is read: a policy that does not

@@ -58,6 +58,10 @@ type Options struct {
 	// state on the host runs the optimizer update ("", "auto": the
 	// faster simulated step; "device", "host"; docs/offload.md).
 	Update string
+	// Offload lets tsplit keep the parameters and optimizer state on the
+	// host where they cannot stay on the device (off by default;
+	// docs/offload.md).
+	Offload bool
 
 	// Forward rebuilds the model's forward graph at another batch. With
 	// a policy that trains with sub-batches (modnn: Policy.SubBatches) it
@@ -229,5 +233,5 @@ func (o *Options) planOptions() (policy.Policy, *policy.Options, error) {
 		return nil, nil, usage("MaxSubBatches", "limits must not be negative")
 	}
 	return pol, &policy.Options{Budget: budget, Profile: prof, Params: o.PolicyParams,
-		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Order: order, Update: update, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
+		NoSwap: o.NoSwap, NoRecompute: o.NoRecompute, Order: order, Update: update, Offload: o.Offload, Check: o.Check, DumpAfter: o.DumpAfter, DumpTo: o.DumpTo}, nil
 }

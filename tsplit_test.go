@@ -92,22 +92,16 @@ func TestInputErrors(t *testing.T) {
 // the budget and the unplanned peak, its message the planner's; moDNN's
 // and tsplit's carry their lower bounds.
 func TestInfeasibleErrors(t *testing.T) {
-	// 60 % of the depth-first peak at batch 16 (55 % of the step as
-	// built); tsplit-nosplit plans there with its parameters and their
-	// update on the host (issue 14) and fails at 1 MiB, under its bound
-	// with them there.
-	const budget = 4220313
+	const budget = 4220313 // 60 % of the depth-first peak at batch 16 (55 % of the step as built)
 	for _, c := range []struct {
 		policy, message string
 		bound           bool
-		budget          int64
 	}{
-		{"tsplit-nosplit", "no plan fits a budget of 1.00 MiB", true, 1 << 20},
-		{"checkpoint", "policy checkpoint cannot fit the budget of 4.02 MiB", false, budget},
-		{"capuchin", "policy capuchin: no feature map can be evicted", false, budget},
-		{"modnn", "below moDNN's lower bound (Eq. 2) of 4.06 MiB", true, budget},
+		{"tsplit-nosplit", "no plan fits a budget of 4.02 MiB", true},
+		{"checkpoint", "policy checkpoint cannot fit the budget of 4.02 MiB", false},
+		{"capuchin", "policy capuchin: no feature map can be evicted", false},
+		{"modnn", "below moDNN's lower bound (Eq. 2) of 4.06 MiB", true},
 	} {
-		budget := c.budget
 		res, err := tsplit.PlanFile(context.Background(), vgg16, tsplit.Options{Batch: 16, Budget: budget, Policy: c.policy})
 		var ie *tsplit.InfeasibleError
 		if !errors.As(err, &ie) {
@@ -137,10 +131,8 @@ func TestInfeasibleErrors(t *testing.T) {
 // 150 MiB). Planning at the budget found succeeds, and the search is
 // deterministic.
 func TestInfeasibleFindsAFeasibleBudget(t *testing.T) {
-	// As in TestInfeasibleErrors.
-	budgets := map[string]int64{"tsplit-nosplit": 1 << 20, "checkpoint": 4220313}
+	const budget = 4220313 // as in TestInfeasibleErrors
 	for _, pol := range []string{"tsplit-nosplit", "checkpoint"} {
-		budget := budgets[pol]
 		t.Run(pol, func(t *testing.T) {
 			var found []int64
 			for range 2 {
@@ -174,7 +166,7 @@ func TestInfeasibleFindsAFeasibleBudget(t *testing.T) {
 		})
 	}
 	// Without FindFeasible the error costs nothing more.
-	_, err := tsplit.PlanFile(context.Background(), vgg16, tsplit.Options{Batch: 16, Budget: budgets["tsplit-nosplit"], Policy: "tsplit-nosplit"})
+	_, err := tsplit.PlanFile(context.Background(), vgg16, tsplit.Options{Batch: 16, Budget: budget, Policy: "tsplit-nosplit"})
 	var ie *tsplit.InfeasibleError
 	if !errors.As(err, &ie) || ie.Tries != 0 || ie.Feasible != 0 {
 		t.Errorf("without FindFeasible: %v (%d plans, feasible %d)", err, ie.Tries, ie.Feasible)

@@ -42,6 +42,13 @@ type Options struct {
 	// it for a policy that offloads (StateOffloader) when the plan
 	// cannot fit with the state on the device; a caller may force it.
 	OffloadState bool
+	// Offload lets a policy that offloads (StateOffloader) keep the
+	// state on the host where it cannot plan the step with the state
+	// on the device. It is off unless asked for (tsplitc --offload):
+	// the host's cost model is not measured yet, and it predicts
+	// host-updated steps faster than resident ones, which would make
+	// plans jump between the two as the budget moves (docs/offload.md).
+	Offload bool
 	// Update is where a plan with its state on the host runs the
 	// optimizer update (UpdateAuto: the placement whose simulated step
 	// is shorter).

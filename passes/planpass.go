@@ -173,7 +173,7 @@ var PlanMemory = &Pass{
 			return PlanRounds(s, pol)
 		}
 		off, ok := pol.(StateOffloader)
-		if !ok || !off.OffloadsState() || s.Opts.OffloadState || s.Opts.NoSwap {
+		if !ok || !off.OffloadsState() || !s.Opts.Offload || s.Opts.OffloadState || s.Opts.NoSwap {
 			return nil, plan(s)
 		}
 		// The state stays on the device unless it has to leave: where

@@ -85,7 +85,7 @@ func TestOffloadedStateTrains(t *testing.T) {
 	budget := state / 4
 	base.Meta = nil // the step's metadata stays on the planned copy
 	planned := deepMLP(t, layers, width)
-	res, err := Plan(context.Background(), planned, Tsplit, Options{Budget: budget})
+	res, err := Plan(context.Background(), planned, Tsplit, Options{Budget: budget, Offload: true})
 	if err != nil {
 		t.Fatalf("budget %d (state %d): %v", budget, state, err)
 	}
@@ -160,7 +160,7 @@ func planAndTrain(t *testing.T, u passes.UpdatePlace, prof *profile.Profile) (*p
 	}
 	budget := state / 4
 	in := plantest.Inputs(t, m)
-	res, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget, Update: u, Profile: prof})
+	res, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget, Update: u, Profile: prof, Offload: true})
 	if err != nil {
 		t.Fatalf("update %s: %v", u, err)
 	}
@@ -254,7 +254,7 @@ func TestHostMemoryShort(t *testing.T) {
 	}
 	small := *base
 	small.Name, small.HostMemory = "small-host", state/2
-	_, err = Plan(context.Background(), m, Tsplit, Options{Budget: state / 4, Profile: &small})
+	_, err = Plan(context.Background(), m, Tsplit, Options{Budget: state / 4, Profile: &small, Offload: true})
 	var he *passes.HostMemoryError
 	if !errors.As(err, &he) {
 		t.Fatalf("host memory %d for %d bytes of state: %v, want a *HostMemoryError", state/2, state, err)

@@ -23,6 +23,9 @@ type Options struct {
 	// Update is where a plan that keeps the training state on the host
 	// runs the optimizer update (passes.UpdateAuto: the faster).
 	Update passes.UpdatePlace
+	// Offload lets tsplit keep the training state on the host where it
+	// cannot stay on the device (passes.Options.Offload).
+	Offload bool
 	// Order is the op order to plan under (passes.OrderAuto: the
 	// policy's choice).
 	Order passes.OpOrder
@@ -74,7 +77,7 @@ func Plan(ctx context.Context, m *ir.Model, pol Policy, opts Options) (*Result, 
 	}
 	s := passes.NewState(m, &passes.Options{Budget: opts.Budget, Profile: opts.Profile, Policy: pol,
 		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, Order: opts.Order, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound,
-		AnyFit: opts.AnyFit, Update: opts.Update})
+		AnyFit: opts.AnyFit, Update: opts.Update, Offload: opts.Offload})
 	s.Check, s.OnPass = opts.Check, opts.OnPass
 	s.DumpAfter, s.DumpTo = opts.DumpAfter, opts.DumpTo
 	err := s.Run(passes.Pipeline...)

@@ -47,7 +47,7 @@ func TestWeightTiles(t *testing.T) {
 	for name, b := range in {
 		inBase[name] = b
 	}
-	res, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget})
+	res, err := Plan(context.Background(), m, Tsplit, Options{Budget: budget, Offload: true})
 	if err != nil {
 		t.Fatalf("weight %d, budget %d: %v", w, budget, err)
 	}

@@ -22,7 +22,7 @@ func TestRoundTripOffloadedState(t *testing.T) {
 			state += memory.Align(v.Bytes())
 		}
 	}
-	res, err := policy.Plan(context.Background(), m, policy.Tsplit, policy.Options{Budget: state / 2})
+	res, err := policy.Plan(context.Background(), m, policy.Tsplit, policy.Options{Budget: state / 2, Offload: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,8 +249,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"train", bad, "-o", out}, 1, bad},
 		{[]string{"dump", bad}, 1, bad},
 		{[]string{"profile", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
-		// (512 KiB plans since the state may leave the device: issue 14.)
-		{[]string{"plan", resnet18, "--batch", "16", "--memory", "128KiB", "-o", out}, 1, "no plan fits a budget of 128.00 KiB"},
+		{[]string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}, 1, "no plan fits a budget of 512.00 KiB"},
 		{[]string{"run", resnet18, "--train", "--batch", "16", "--pool", "1MiB"}, 1, "out of device memory"},
 		// A diverging step stops at the first op computing a NaN (the
 		// learning rate is +Inf in float32), on by default with --train.
@@ -366,5 +365,23 @@ func TestBenchBudgetSweepWritesOnlyWithOutput(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "res", f)); err != nil {
 			t.Errorf("bench --budget-sweep -o res: %v", err)
 		}
+	}
+}
+
+// --offload lets tsplit keep the parameters and optimizer state on the
+// host (issue 14): a budget that fails with the state on the device
+// plans with it on the host, and the summary says so.
+func TestOffloadFlag(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "p.onnx")
+	args := []string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}
+	if _, stderr, code := tsplitc(t, args...); code != 1 || !strings.Contains(stderr, "no plan fits a budget of 512.00 KiB") {
+		t.Fatalf("without --offload: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code := tsplitc(t, append(args, "--offload")...)
+	if code != 0 {
+		t.Fatalf("with --offload: exit %d, %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "weights on the host") {
+		t.Errorf("the summary does not say the state is on the host:\n%s", stdout)
 	}
 }

@@ -23,19 +23,20 @@ type planFlags struct {
 	*importFlags
 	*trainFlags
 	*outFlags
-	out    string
-	memory string // the budget
-	policy string
-	order  string
-	update string
-	params []string // --policy-param NAME=VALUE[,NAME=VALUE…]
-	device string
-	check  bool
-	debug  []string
-	times  bool   // -d time
-	report string // --report FILE: .html, .svg or .json
-	bound  bool   // --bound (implied by --json)
-	target string // --target onnx|native
+	out     string
+	memory  string // the budget
+	policy  string
+	order   string
+	update  string
+	offload bool
+	params  []string // --policy-param NAME=VALUE[,NAME=VALUE…]
+	device  string
+	check   bool
+	debug   []string
+	times   bool   // -d time
+	report  string // --report FILE: .html, .svg or .json
+	bound   bool   // --bound (implied by --json)
+	target  string // --target onnx|native
 	// noFused: --no-fused-tiles (tsplit plans without fused-tiled
 	// segments, docs/sft.md)
 	noFused bool
@@ -47,6 +48,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file (tsplitc profile lists them)")
 	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
 	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(policy.Names(), ", "))
+	fl.BoolVar(&f.offload, "offload", false, "tsplit: keep the parameters and optimizer state on the host where they cannot stay on the device (off by default: the host's cost model is not measured yet; docs/offload.md)")
 	fl.StringVar(&f.update, "update", "auto", "where a plan that keeps the parameters and optimizer state on the host runs the optimizer update: auto (the faster simulated step), device, host (docs/offload.md)")
 	fl.StringVar(&f.order, "order", "auto", "op order to plan under: auto (tsplit plans under every order and keeps the fastest plan; other policies use their own), dfs (TSPLIT Alg. 1), alap (depth-first forward, backward as late as possible), as-built")
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
@@ -111,7 +113,7 @@ func (f *planFlags) options() (tsplit.Options, error) {
 	opts.Train, opts.Device, opts.Policy, opts.Check, opts.Output = f.trainFlags.opts, f.device, f.policy, f.check, f.out
 	opts.Order = f.order
 	opts.NoFusedTiles = f.noFused
-	opts.Update = f.update
+	opts.Update, opts.Offload = f.update, f.offload
 	opts.Bound = f.bound || f.json
 	switch f.target {
 	case tsplit.TargetONNX, tsplit.TargetNative:

@@ -46,7 +46,7 @@ torch-models: deps
 # (internal/oracle).
 test: torch-models
 	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
-	$(MAKE) fuzz FUZZTIME=5s
+	$(MAKE) fuzz FUZZTIME=3s
 
 # Tests without installing anything: tests needing absent oracles skip,
 # and so does the integration tier (the CI-sized benchmark).
@@ -61,7 +61,7 @@ test-go:
 # claims make test checks on the other families, cases and plans, at
 # minutes of CPU each.
 test-long: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallBenchmark$$|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip' ./bench ./bound ./policy ./backend/native
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallBenchmark$$|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip|TestTorchShapes' ./bench ./bound ./policy ./backend/native ./compiler
 
 # The decoder and frontend on arbitrary bytes; the runtime on random
 # small graphs of supported ops with random data (executor/cpu FuzzRun);

@@ -26,11 +26,14 @@ func init() {
 	Register("", "Dropout", Kernel{DTypes: floatTypes, Run: guardRun(1, 1, miscDropoutRun)})
 }
 
-// miscDropBlock is the number of elements drawn from one PCG stream.
-const miscDropBlock = 1 << 14
+// DropoutBlock is the number of elements drawn from one PCG stream.
+// A device that reproduces this kernel's masks (backend/cuda) draws the
+// same blocks from the same seeds.
+const DropoutBlock = 1 << 14
 
-// miscDropoutSeed is the op's seed attribute or a hash of its name.
-func miscDropoutSeed(op *ir.Op) uint64 {
+// DropoutSeed is the op's seed attribute or, when absent, the FNV-1a
+// hash of its name (of its description when unnamed).
+func DropoutSeed(op *ir.Op) uint64 {
 	if a := op.Attr("seed"); a != nil && a.Type == ir.AttrInt {
 		return uint64(a.Int)
 	}
@@ -42,7 +45,12 @@ func miscDropoutSeed(op *ir.Op) uint64 {
 	return h.Sum64()
 }
 
-// miscSplitmix scrambles a counter into a well-mixed 64-bit seed.
+// DropoutStep is the second PCG seed of every block at execution step
+// step: the step scrambled, so consecutive steps draw unrelated masks.
+func DropoutStep(step int64) uint64 { return miscSplitmix(uint64(step) ^ 0x5bd1e995) }
+
+// miscSplitmix scrambles a counter into a well-mixed 64-bit seed
+// (SplitMix64's finaliser).
 func miscSplitmix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
@@ -91,8 +99,8 @@ func miscDropoutRun(c *Ctx) error {
 	if mask != nil {
 		m = mask.Data
 	}
-	seed := miscDropoutSeed(c.Op)
-	step := miscSplitmix(uint64(c.Step) ^ 0x5bd1e995)
+	seed := DropoutSeed(c.Op)
+	step := DropoutStep(c.Step)
 	k := floatOf(x.DType)
 	if k == nil {
 		return c.Errorf("element type %v is not supported (float32 or float64)", x.DType)
@@ -113,11 +121,11 @@ func (floatK[T]) dropout(yt, xt *Tensor, mask []byte, ratio float64, seed, step 
 	// (2^32 - thr) / 2^32 = 1 - ratio up to 2^-32.
 	thr := uint32(min(math.Round(ratio*(1<<32)), math.MaxUint32))
 	scale := T(1 / (1 - ratio))
-	blocks := (len(x) + miscDropBlock - 1) / miscDropBlock
-	parRange(blocks, miscDropBlock, func(b0, b1 int) {
+	blocks := (len(x) + DropoutBlock - 1) / DropoutBlock
+	parRange(blocks, DropoutBlock, func(b0, b1 int) {
 		for b := b0; b < b1; b++ {
 			rng := rand.NewPCG(miscSplitmix(seed+uint64(b)*0x9e3779b97f4a7c15), step)
-			lo, hi := b*miscDropBlock, min((b+1)*miscDropBlock, len(x))
+			lo, hi := b*DropoutBlock, min((b+1)*DropoutBlock, len(x))
 			for i := lo; i < hi; i += 2 {
 				u := rng.Uint64()
 				for k, r := range [2]uint32{uint32(u), uint32(u >> 32)} {

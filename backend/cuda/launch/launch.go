@@ -3,11 +3,11 @@ package launch
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 
 	"github.com/tsplit/tsplit/internal/quote"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/kernels"
 )
 
 // The layout of ts_args (backend/cuda/ckernels/ts.h).
@@ -563,13 +563,13 @@ func planDropout(o *Op) ([]Step, error) {
 			return nil, o.errorf("training-mode Dropout is float32 only")
 		}
 		n := numel(x.Shape)
-		k := kernel("ts_dropout_f32", (n+dropBlock-1)/dropBlock)
+		k := kernel("ts_dropout_f32", (n+kernels.DropoutBlock-1)/kernels.DropoutBlock)
 		k.Args.P[0], k.Args.P[1] = y.Addr, x.Addr
 		if m := o.out(1); m != nil {
 			k.Args.P[2] = m.Addr
 		}
-		k.Args.I[0] = int64(dropoutSeed(o.Op))
-		k.Args.I[1] = int64(splitmix(uint64(o.Step) ^ 0x5bd1e995))
+		k.Args.I[0] = int64(kernels.DropoutSeed(o.Op))
+		k.Args.I[1] = int64(kernels.DropoutStep(o.Step))
 		k.Args.I[2] = int64(uint32(min(math.Round(ratio*(1<<32)), math.MaxUint32)))
 		k.Args.I[3] = n
 		k.Args.F[0] = 1 / (1 - ratio)
@@ -924,31 +924,4 @@ func planScatterND(o *Op) ([]Step, error) {
 	copy(k.Args.I[10:10+kk], strides(data.Shape)[:kk])
 	k.Args.I[18], k.Args.I[19] = red, esize(data.DType)
 	return append(steps, Step{Kernel: k}), nil
-}
-
-// dropBlock is the elements drawn from one PCG stream (the reference
-// kernel's block).
-const dropBlock = 1 << 14
-
-// dropoutSeed is the reference kernel's seed: the seed attribute, or
-// the FNV-1a hash of the node name (of its description when unnamed).
-func dropoutSeed(op *ir.Op) uint64 {
-	if a := op.Attr("seed"); a != nil && a.Type == ir.AttrInt {
-		return uint64(a.Int)
-	}
-	h := fnv.New64a()
-	h.Write([]byte(op.Name))
-	if op.Name == "" {
-		h.Write([]byte(op.Describe()))
-	}
-	return h.Sum64()
-}
-
-// splitmix is SplitMix64's finaliser, as the reference kernel scrambles
-// the step.
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
 }

@@ -103,33 +103,8 @@ func TestOffloadedStateTrains(t *testing.T) {
 		inBase[k] = v
 	}
 	unplanned := deepMLP(t, layers, width)
-	mem, err := memory.Analyze(unplanned.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.New(mem.Need())
-	if err != nil {
-		t.Fatal(err)
-	}
-	xb, err := executor.New(unplanned, dev, executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := steps(t, unplanned, xb, inBase, 3)
-
-	xopts, _, err := executor.PlannedOptions(planned)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pdev, err := cpu.New(budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	xp, err := executor.New(planned, pdev, xopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, high := steps(t, planned, xp, in, 3)
+	want := unplannedSteps(t, unplanned, inBase, 3)
+	got, high := cappedSteps(t, planned, budget, in, 3)
 	if high != r.Peak || high > budget {
 		t.Errorf("measured high-water %d, planned peak %d, budget %d", high, r.Peak, budget)
 	}
@@ -263,4 +238,44 @@ func TestHostMemoryShort(t *testing.T) {
 		t.Errorf("%+v: %v", he, err)
 	}
 	t.Log(err)
+}
+
+// unplannedSteps runs n steps of the unplanned model m on a device with
+// all the memory it needs and returns the last step's outputs.
+func unplannedSteps(t *testing.T, m *ir.Model, in map[string][]byte, n int) map[string][]byte {
+	t.Helper()
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := cpu.New(mem.Need())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := executor.New(m, dev, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := steps(t, m, x, in, n)
+	return out
+}
+
+// cappedSteps runs n steps of the planned model m, at its static
+// layout, on a device of exactly budget bytes, and returns the last
+// step's outputs and the measured high-water mark.
+func cappedSteps(t *testing.T, m *ir.Model, budget int64, in map[string][]byte, n int) (map[string][]byte, int64) {
+	t.Helper()
+	xopts, _, err := executor.PlannedOptions(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := cpu.New(budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := executor.New(m, dev, xopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps(t, m, x, in, n)
 }

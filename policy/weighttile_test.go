@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit/compiler"
-	"github.com/tsplit/tsplit/executor"
-	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
@@ -63,32 +61,8 @@ func TestWeightTiles(t *testing.T) {
 		t.Fatalf("weight %d in a budget of %d: %d weights on the host, %d ops split along the weight's output dimension", w, budget, r.Offloaded, tiles)
 	}
 	base := wideGemm(t, k, n)
-	mem, err := memory.Analyze(base.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bdev, err := cpu.New(mem.Need())
-	if err != nil {
-		t.Fatal(err)
-	}
-	xb, err := executor.New(base, bdev, executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := steps(t, base, xb, inBase, 3)
-	xopts, _, err := executor.PlannedOptions(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.New(budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, xopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, high := steps(t, m, x, in, 3)
+	want := unplannedSteps(t, base, inBase, 3)
+	got, high := cappedSteps(t, m, budget, in, 3)
 	if high != r.Peak || high > budget {
 		t.Errorf("measured high-water %d, planned peak %d, budget %d", high, r.Peak, budget)
 	}

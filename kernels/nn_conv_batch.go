@@ -137,44 +137,10 @@ func convBatched[T elemFloat](p *convPlan, x, w, y, ws []T) {
 // (c, kd, kh, kw) the input element that tap meets at o (zero in the
 // padding), column r at offset r - k0.
 func im2colT[T elemFloat](g *nnGeom, x []T, imgStride, imgs, k0, k1 int, col []T, ld int) {
-	ov, inVol := g.outVol(), g.inVol()
-	OH, OW := g.out[1], g.out[2]
-	ID, IH, IW := g.in[0], g.in[1], g.in[2]
-	KD, KH, KW := g.k[0], g.k[1], g.k[2]
-	dw := g.d[2]
-	parRange(imgs*ov, k1-k0, func(lo, hi int) {
+	fill := convColsT(g, x, imgStride) // one row, as the implicit GEMM packs it
+	parRange(imgs*g.outVol(), k1-k0, func(lo, hi int) {
 		for row := lo; row < hi; row++ {
-			i, o := row/ov, row%ov
-			od, oh, ow := o/(OH*OW), o/OW%OH, o%OW
-			dst := col[row*ld:][:k1-k0]
-			base := ow*g.s[2] - g.pb[2] // input column of tap kw = 0
-			wlo, whi := nnRange(base, dw, IW, KW)
-			xi := x[i*imgStride:]
-			for kr := k0 / KW; kr*KW < k1; kr++ {
-				// Taps kr·KW + [a, b) of kernel row kr = (c, kd, kh).
-				a, b := max(k0-kr*KW, 0), min(k1-kr*KW, KW)
-				seg := dst[kr*KW+a-k0 : kr*KW+b-k0]
-				c, kd, kh := kr/(KD*KH), kr/KH%KD, kr%KH
-				id := od*g.s[0] - g.pb[0] + kd*g.d[0]
-				ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
-				lo, hi := max(a, wlo), min(b, whi)
-				if id < 0 || id >= ID || ih < 0 || ih >= IH || lo >= hi {
-					clear(seg)
-					continue
-				}
-				src := xi[c*inVol+(id*IH+ih)*IW:]
-				clear(seg[:lo-a])
-				if dw == 1 {
-					copy(seg[lo-a:hi-a], src[base+lo:base+hi])
-				} else {
-					iw := base + lo*dw
-					for j := lo - a; j < hi-a; j++ {
-						seg[j] = src[iw]
-						iw += dw
-					}
-				}
-				clear(seg[hi-a:])
-			}
+			fill(row, k0, col[row*ld:][:k1-k0])
 		}
 	})
 }

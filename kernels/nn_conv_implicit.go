@@ -204,13 +204,13 @@ func convColRows(g *nnGeom, x []float32, imgStride int) func(r, j0 int, dst []fl
 // wider than the output (a weight gradient's): column j = i·P + o holds,
 // for rows r = (c, kd, kh, kw) from r0, the elements that im2colT writes
 // in its row j, contiguous along kw where the dilation is 1.
-func convColsT(g *nnGeom, x []float32, imgStride int) func(j, r0 int, dst []float32) {
+func convColsT[T elemFloat](g *nnGeom, x []T, imgStride int) func(j, r0 int, dst []T) {
 	ov, inVol := g.outVol(), g.inVol()
 	OH, OW := g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
 	KD, KH, KW := g.k[0], g.k[1], g.k[2]
 	dw := g.d[2]
-	return func(j, k0 int, dst []float32) {
+	return func(j, k0 int, dst []T) {
 		k1 := k0 + len(dst)
 		i, o := j/ov, j%ov
 		od, oh, ow := o/(OH*OW), o/OW%OH, o%OW

@@ -121,7 +121,7 @@ func foldReduce(op string, t *Tensor, kept Shape) *Tensor {
 		return nil
 	}
 	// Output index of every input element.
-	kst := strides(kept)
+	kst := kept.Strides()
 	dst := make([]int, total)
 	coord := make([]int64, len(t.Shape))
 	for i := range dst {

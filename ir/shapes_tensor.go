@@ -191,7 +191,7 @@ func inferSplit(c *InferCtx) error {
 		out[axis] = s
 		c.SetOut(j, x.DType, out)
 		if t != nil && foldSize(out) {
-			st := strides(t.Shape)
+			st := t.Shape.Strides()
 			off := start
 			c.SetConst(j, pickElems(t, out, mapIndex(out, func(co []int64) int {
 				f := int64(0)
@@ -316,7 +316,7 @@ func inferSlice(c *InferCtx) error {
 	out := Shape(count)
 	c.SetOut(0, x.DType, out)
 	if t := foldIn(c, 0); t != nil && foldSize(out) {
-		st := strides(t.Shape)
+		st := t.Shape.Strides()
 		c.SetConst(0, pickElems(t, out, mapIndex(out, func(co []int64) int {
 			f := int64(0)
 			for d, v := range co {
@@ -550,7 +550,7 @@ func inferTranspose(c *InferCtx) error {
 	}
 	c.SetOut(0, x.DType, out)
 	if t := foldIn(c, 0); t != nil && foldSize(out) {
-		st := strides(t.Shape)
+		st := t.Shape.Strides()
 		c.SetConst(0, pickElems(t, out, mapIndex(out, func(co []int64) int {
 			f := int64(0)
 			for i, v := range co {
@@ -699,7 +699,7 @@ func inferTile(c *InferCtx) error {
 	}
 	c.SetOut(0, x.DType, out)
 	if t := foldIn(c, 0); t != nil && foldSize(out) {
-		st := strides(t.Shape)
+		st := t.Shape.Strides()
 		c.SetConst(0, pickElems(t, out, mapIndex(out, func(co []int64) int {
 			f := int64(0)
 			for d, v := range co {
@@ -744,7 +744,7 @@ func inferGather(c *InferCtx) error {
 	if err != nil {
 		return err
 	}
-	st, ist := strides(t.Shape), strides(it.Shape)
+	st, ist := t.Shape.Strides(), it.Shape.Strides()
 	q := len(it.Shape)
 	c.SetConst(0, pickElems(t, out, mapIndex(out, func(co []int64) int {
 		f := int64(0)
@@ -792,7 +792,7 @@ func inferGatherElements(c *InferCtx) error {
 	if err != nil {
 		return err
 	}
-	st := strides(t.Shape)
+	st := t.Shape.Strides()
 	k := 0
 	c.SetConst(0, pickElems(t, out, mapIndex(out, func(co []int64) int {
 		f := int64(0)

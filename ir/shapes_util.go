@@ -181,8 +181,8 @@ func withShape(t *Tensor, s Shape) *Tensor {
 	return &Tensor{DType: t.DType, Shape: s.Clone(), Raw: append([]byte(nil), t.Raw...)}
 }
 
-// strides is the row-major element strides of s.
-func strides(s Shape) []int64 {
+// Strides are the row-major element strides of s.
+func (s Shape) Strides() []int64 {
 	st := make([]int64, len(s))
 	acc := int64(1)
 	for i := len(s) - 1; i >= 0; i-- {

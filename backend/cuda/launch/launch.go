@@ -215,22 +215,11 @@ func numel(s ir.Shape) int64 {
 	return n
 }
 
-// strides are the row-major element strides of s.
-func strides(s ir.Shape) []int64 {
-	st := make([]int64, len(s))
-	acc := int64(1)
-	for i := len(s) - 1; i >= 0; i-- {
-		st[i] = acc
-		acc *= s[i]
-	}
-	return st
-}
-
 // bcastStrides are the strides of in read as out (right-aligned, 0 on
 // broadcast dims).
 func bcastStrides(in, out ir.Shape) []int64 {
 	st := make([]int64, len(out))
-	is := strides(in)
+	is := in.Strides()
 	off := len(out) - len(in)
 	for d := range out {
 		if k := d - off; k >= 0 && in[k] != 1 {
@@ -594,7 +583,7 @@ func planTranspose(o *Op) ([]Step, error) {
 	if len(perm) != r {
 		return nil, o.errorf("perm %v does not match rank %d", perm, r)
 	}
-	xs := strides(x.Shape)
+	xs := x.Shape.Strides()
 	ss := make([]int64, r)
 	for d, p := range perm {
 		if p < 0 || int(p) >= r {
@@ -602,7 +591,7 @@ func planTranspose(o *Op) ([]Step, error) {
 		}
 		ss[d] = xs[p]
 	}
-	k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, ss, strides(y.Shape), 0, 0)
+	k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, ss, y.Shape.Strides(), 0, 0)
 	if err != nil {
 		return nil, o.errorf("%v", err)
 	}
@@ -614,7 +603,7 @@ func planExpand(o *Op) ([]Step, error) {
 	if len(x.Shape) > len(y.Shape) {
 		return nil, o.errorf("input %v does not broadcast to %v", x.Shape, y.Shape)
 	}
-	k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, bcastStrides(x.Shape, y.Shape), strides(y.Shape), 0, 0)
+	k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, bcastStrides(x.Shape, y.Shape), y.Shape.Strides(), 0, 0)
 	if err != nil {
 		return nil, o.errorf("%v", err)
 	}
@@ -658,7 +647,7 @@ func planSlice(o *Op) ([]Step, error) {
 	if len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
 		return nil, o.errorf("starts %v, axes %v and steps %v differ in length", starts, axes, steps)
 	}
-	xs := strides(x.Shape)
+	xs := x.Shape.Strides()
 	ss := append([]int64(nil), xs...)
 	var soff int64
 	for j, a := range axes {
@@ -685,7 +674,7 @@ func planSlice(o *Op) ([]Step, error) {
 		soff += s * xs[d]
 		ss[d] = step * xs[d]
 	}
-	k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, ss, strides(y.Shape), soff, 0)
+	k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, ss, y.Shape.Strides(), soff, 0)
 	if err != nil {
 		return nil, o.errorf("%v", err)
 	}
@@ -698,7 +687,7 @@ func planConcat(o *Op) ([]Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	ys := strides(y.Shape)
+	ys := y.Shape.Strides()
 	var steps []Step
 	var at int64
 	for j, x := range o.In {
@@ -706,7 +695,7 @@ func planConcat(o *Op) ([]Step, error) {
 			return nil, o.errorf("input %d is absent", j)
 		}
 		if numel(x.Shape) > 0 {
-			k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), x.Shape, strides(x.Shape), ys, 0, at*ys[ax])
+			k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), x.Shape, x.Shape.Strides(), ys, 0, at*ys[ax])
 			if err != nil {
 				return nil, o.errorf("%v", err)
 			}
@@ -723,7 +712,7 @@ func planSplit(o *Op) ([]Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs := strides(x.Shape)
+	xs := x.Shape.Strides()
 	var steps []Step
 	var at int64
 	for j, y := range o.Out {
@@ -731,7 +720,7 @@ func planSplit(o *Op) ([]Step, error) {
 			return nil, o.errorf("output %d is absent", j)
 		}
 		if numel(y.Shape) > 0 {
-			k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, xs, strides(y.Shape), at*xs[ax], 0)
+			k, err := copyStrided(y.Addr, x.Addr, esize(x.DType), y.Shape, xs, y.Shape.Strides(), at*xs[ax], 0)
 			if err != nil {
 				return nil, o.errorf("%v", err)
 			}
@@ -776,7 +765,7 @@ func planPad(o *Op) ([]Step, error) {
 		bits = uint64(int64(value))
 	}
 	steps := fill(y.Addr, es, numel(y.Shape), bits)
-	xs, ys := strides(x.Shape), strides(y.Shape)
+	xs, ys := x.Shape.Strides(), y.Shape.Strides()
 	dims := make([]int64, r)
 	var soff, doff int64
 	for d := 0; d < r; d++ {
@@ -838,7 +827,7 @@ func elementsLayout(o *Op, k *Kernel, data, idx *Tensor) error {
 	}
 	k.Args.I[0], k.Args.I[1] = int64(r), int64(ax)
 	copy(k.Args.I[2:10], idx.Shape)
-	copy(k.Args.I[10:18], strides(data.Shape))
+	copy(k.Args.I[10:18], data.Shape.Strides())
 	k.Args.I[18], k.Args.I[19] = data.Shape[ax], esize(data.DType)
 	return nil
 }
@@ -921,7 +910,7 @@ func planScatterND(o *Op) ([]Step, error) {
 	k.Args.P[0], k.Args.P[1], k.Args.P[2] = y.Addr, idx.Addr, upd.Addr
 	k.Args.I[0], k.Args.I[1] = kk, numel(data.Shape[kk:])
 	copy(k.Args.I[2:2+kk], data.Shape[:kk])
-	copy(k.Args.I[10:10+kk], strides(data.Shape)[:kk])
+	copy(k.Args.I[10:10+kk], data.Shape.Strides()[:kk])
 	k.Args.I[18], k.Args.I[19] = red, esize(data.DType)
 	return append(steps, Step{Kernel: k}), nil
 }

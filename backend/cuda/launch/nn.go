@@ -28,7 +28,7 @@ func reduceKernel(o *Op, mode int64, x, y *Tensor, red []bool) ([]Step, error) {
 	k := kernel("ts_reduce_f32", numel(y.Shape))
 	k.Args.P[0], k.Args.P[1] = y.Addr, x.Addr
 	k.Args.I[0] = mode
-	xs := strides(x.Shape)
+	xs := x.Shape.Strides()
 	var nk, nr int64
 	for d, r := range red {
 		if r {
@@ -410,7 +410,7 @@ func planGemm(o *Op) ([]Step, error) {
 	alpha, beta := o.Op.AttrFloat("alpha", 1), o.Op.AttrFloat("beta", 1)
 	var steps []Step
 	if c := o.in(2); c != nil && beta != 0 {
-		k, err := copyStrided(y.Addr, c.Addr, 4, y.Shape, bcastStrides(c.Shape, y.Shape), strides(y.Shape), 0, 0)
+		k, err := copyStrided(y.Addr, c.Addr, 4, y.Shape, bcastStrides(c.Shape, y.Shape), y.Shape.Strides(), 0, 0)
 		if err != nil {
 			return nil, o.errorf("%v", err)
 		}

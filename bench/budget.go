@@ -74,6 +74,14 @@ func BudgetPercents(stepPct int) []int {
 // Errors are for plans that fail for other reasons than the budget (a
 // policy that panics, a step that cannot be planned).
 func SweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profile.Profile, policies []string, percents []int, jobs int) (*BudgetSweep, error) {
+	return sweepBudgets(ctx, step, batch, prof, policies, percents, jobs, nil)
+}
+
+// sweepBudgets is SweepBudgets; keep, when set, is given every plan that
+// fits (budget i, policy j), from the workers, for a caller that runs
+// the plans.
+func sweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profile.Profile, policies []string, percents []int, jobs int,
+	keep func(i, j int, res *tsplit.Result)) (*BudgetSweep, error) {
 	for i, pct := range percents {
 		if pct <= 0 || pct > 100 || i > 0 && pct >= percents[i-1] {
 			return nil, fmt.Errorf("bench: budget percents %v are not decreasing in (0, 100]", percents)
@@ -90,7 +98,7 @@ func SweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profil
 		return nil, fmt.Errorf("bench: the unplanned step at batch %d: %w", batch, err)
 	}
 	s := &BudgetSweep{Batch: batch, BasePeak: res.BasePeak, BaseStep: res.BaseStep, Policies: policies}
-	for _, pct := range percents {
+	for i, pct := range percents {
 		budget := s.BasePeak * int64(pct) / 100
 		row := make([]BudgetPoint, len(policies))
 		errs := make([]error, len(policies))
@@ -102,7 +110,11 @@ func SweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profil
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				row[j], errs[j] = point(plan(budget, pol))
+				res, err := plan(budget, pol)
+				row[j], errs[j] = point(res, err)
+				if keep != nil && errs[j] == nil && row[j].OK {
+					keep(i, j, res)
+				}
 				if errs[j] != nil {
 					errs[j] = fmt.Errorf("bench: %s at batch %d, budget %d%% (%d bytes): %w", pol, batch, pct, budget, errs[j])
 				}

@@ -41,6 +41,9 @@ var knownBeaten = []string{
 	"resnet18-small 70% slower than 65%",  // +0.2208 % (as-built) vs +0.1591 % (as-built)
 	"resnet50-small 70% slower than 65%",  // +0.0233 % (alap) vs +0.0000 % (as-built)
 	"resnet50-small 45% slower than 40%",  // +0.0262 % (as-built) vs +0.0233 % (alap)
+	// The PyTorch exports' sweeps (TestBudgetSweepTorch):
+	"convnext_mini 60% beaten by modnn", // +0.0943 % (alap) vs +0.0269 % (dfs)
+	"vit_mini 45% beaten by modnn",      // +0.1775 % (alap) vs +0.1474 % (dfs)
 }
 
 // sweepCheck is one comparison a budget sweep makes; failed cases carry
@@ -164,8 +167,9 @@ func TestBudgetSweepSmall(t *testing.T) {
 func TestBudgetSweep(t *testing.T) {
 	oracle.Integration(t, "the budget sweeps make about 1400 plans (every zoo family, 10 policies, ~16 budgets; inception's in the long tier)")
 	var made, skipped []string
-	for _, f := range []string{"bert-base-small", "bert-large-small", "gpt-small", "inception-small",
-		"resnet101-small", "resnet18-small", "resnet50-small", "vgg16-small", "vgg19-small"} {
+	families := []string{"bert-base-small", "bert-large-small", "gpt-small", "inception-small",
+		"resnet101-small", "resnet18-small", "resnet50-small", "vgg16-small", "vgg19-small"}
+	for _, f := range families {
 		t.Run(f, func(t *testing.T) {
 			if f == "inception-small" {
 				// Alone over half of the sweeps' time.
@@ -179,8 +183,13 @@ func TestBudgetSweep(t *testing.T) {
 	// The full sweeps make every check the default tier makes, so every
 	// listed case of a family swept must have been checked: one that was
 	// not names a budget or policy no sweep reaches any more.
+	of := func(fs []string) func(string) bool {
+		return func(k string) bool {
+			return slices.ContainsFunc(fs, func(f string) bool { return strings.HasPrefix(k, f+" ") })
+		}
+	}
 	for _, k := range knownBeaten {
-		if !slices.Contains(made, k) && !slices.ContainsFunc(skipped, func(f string) bool { return strings.HasPrefix(k, f+" ") }) {
+		if of(families)(k) && !slices.Contains(made, k) && !of(skipped)(k) {
 			t.Errorf("knownBeaten lists %q, which no sweep checked: remove it", k)
 		}
 	}

@@ -28,6 +28,8 @@ import warnings
 import torch
 import torch.nn as nn
 import torchvision.models as tvm
+from torchvision.models import convnext, efficientnet, mnasnet, regnet, shufflenetv2
+from torchvision.models.vision_transformer import VisionTransformer
 
 # torch 1.13 warns once per BatchNorm in TRAINING export that the
 # num_batches_tracked += 1 is dropped from the graph. It is harmless (the
@@ -118,6 +120,66 @@ class VGGGap(nn.Module):
         return self.fc(torch.flatten(self.pool(self.features(x)), 1))
 
 
+class GeluMLP(nn.Module):
+    """LayerNorm, Linear(64, 256), GELU (erf), Dropout(0.1), Linear(256, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(64)
+        self.fc1 = nn.Linear(64, 256)
+        self.act = nn.GELU()
+        self.drop = nn.Dropout(0.1)
+        self.fc2 = nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc2(self.drop(self.act(self.fc1(self.norm(x)))))
+
+
+class MHABlock(nn.Module):
+    """Linear(32, 64), nn.MultiheadAttention (4 heads, self-attention), a
+    residual add, a mean over the 16 positions, Linear(64, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(32, 64)
+        self.attn = nn.MultiheadAttention(64, 4, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = self.embed(x)
+        a, _ = self.attn(h, h, h, need_weights=False)
+        return self.head((a + h).mean(dim=1))
+
+
+def efficientnet_mini():
+    # EfficientNet-B0's block sequence at a quarter of its width and depth
+    # (one MBConv with squeeze-excitation and SiLU per stage).
+    setting, last = efficientnet._efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.25)
+    return efficientnet.EfficientNet(setting, dropout=0.2, stochastic_depth_prob=0.0,
+                                     num_classes=10, last_channel=last)
+
+
+def convnext_mini():
+    # ConvNeXt's stem, blocks (7x7 depthwise conv, LayerNorm over
+    # channels, GELU, layer scale) and downsampling, one block per stage.
+    stages = [convnext.CNBlockConfig(16, 32, 1), convnext.CNBlockConfig(32, 64, 1),
+              convnext.CNBlockConfig(64, None, 1)]
+    return convnext.ConvNeXt(stages, stochastic_depth_prob=0.0, num_classes=10)
+
+
+def regnet_mini():
+    # RegNetY: grouped bottleneck blocks with squeeze-excitation.
+    params = regnet.BlockParams.from_init_params(depth=4, w_0=16, w_a=8.0, w_m=2.0,
+                                                 group_width=8, se_ratio=0.25)
+    return regnet.RegNet(params, num_classes=10, stem_width=16)
+
+
+def vit_mini():
+    # Two encoder layers on 4x4 patches of a 32x32 image, dropout 0.1.
+    return VisionTransformer(image_size=32, patch_size=4, num_layers=2, num_heads=4,
+                             hidden_dim=64, mlp_dim=128, num_classes=10, dropout=0.1)
+
+
 # The symbolic axes of the input and output.
 BATCH_AXES = {"input": {0: "batch"}, "output": {0: "batch"}}
 IMAGE_AXES = {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch"}}
@@ -137,6 +199,19 @@ MODELS = {
     "vgg_small": (VGGSmall, image_input(32)),
     "vgg16_gap": (lambda: VGGGap(tvm.vgg16), image_input(64), IMAGE_AXES),
     "vgg19_gap": (lambda: VGGGap(tvm.vgg19), image_input(64), IMAGE_AXES),
+    # Small models of architectures the zoo does not have, for the budget
+    # sweeps of every policy (bench/torch_sweep_test.go).
+    "efficientnet_mini": (efficientnet_mini, image_input(32)),
+    "convnext_mini": (convnext_mini, image_input(32)),
+    "shufflenet_mini": (
+        lambda: shufflenetv2.ShuffleNetV2([1, 2, 1], [16, 24, 48, 96, 128], num_classes=10),
+        image_input(32)),
+    "squeezenet_mini": (lambda: tvm.squeezenet1_1(num_classes=10), image_input(32)),
+    "regnet_mini": (regnet_mini, image_input(32)),
+    "mnasnet_mini": (lambda: mnasnet.MNASNet(0.25, num_classes=10), image_input(32)),
+    "vit_mini": (vit_mini, image_input(32)),
+    "mha_block": (MHABlock, lambda: torch.randn(2, 16, 32)),
+    "gelu_mlp": (GeluMLP, lambda: torch.randn(2, 64)),
 }
 
 

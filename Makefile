@@ -48,8 +48,10 @@ test: torch-models
 	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 $(GO) test -tags '$(GOTAGS)' -timeout 9m ./...
 	$(MAKE) fuzz FUZZTIME=3s
 
-# Tests without installing anything: tests needing absent oracles skip,
-# and so does the integration tier (the CI-sized benchmark).
+# Tests without installing anything and without the outside oracles
+# (PyTorch, ONNX Runtime, CBC, Chromium: off in a plain go test, see
+# internal/oracle) or the integration tier: the default tier, about a
+# minute on 2 cores.
 test-go:
 	$(GO) test ./...
 
@@ -79,9 +81,9 @@ fuzz:
 # the forward step vs ONNX Runtime (target <= 2x), medians of 5 steps
 # (docs/benchmarks/cpu_device.md); then every other benchmark.
 REFBENCH := ResNet18(Train|Forward)Batch8
-bench:
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench '$(REFBENCH)' -benchtime 5x ./executor/cpu
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -skip '$(REFBENCH)' -benchmem ./...
+bench: torch-models
+	TSPLIT_ORACLES=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench '$(REFBENCH)' -benchtime 5x ./executor/cpu
+	TSPLIT_ORACLES=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -skip '$(REFBENCH)' -benchmem ./...
 
 # The paper's scale and throughput benchmarks (Tables IV–V, Figs. 12
 # and 14a) by real planning of the full-size models on the titan-rtx

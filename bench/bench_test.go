@@ -84,9 +84,11 @@ func TestOrderPolicies(t *testing.T) {
 	}
 }
 
-// The same flags give the same files, whatever -j.
+// The same flags give the same files, whatever -j. Batch 128 is past
+// base's largest batch of the CI-sized transformer (83), so tsplit's
+// searches plan under memory pressure.
 func TestDeterministic(t *testing.T) {
-	cfg := Config{Small: true, Models: []string{"transformer"}, Policies: []string{"base", "tsplit"}, SweepSteps: 1, MaxBatch: 256, Command: "test"}
+	cfg := Config{Small: true, Models: []string{"transformer"}, Policies: []string{"base", "tsplit"}, SweepSteps: 1, MaxBatch: 128, Command: "test"}
 	var outs [2]string
 	for i, jobs := range []int{1, 3} {
 		c := cfg

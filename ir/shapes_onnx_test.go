@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/tsplit/tsplit/internal/oracle"
 )
 
 // TestAgainstONNXShapeInference compares the inference rules with
@@ -92,10 +94,7 @@ func TestAgainstONNXShapeInference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import onnx").Run(); err != nil {
-		t.Skip("python3-onnx not available")
-	}
+	py := oracle.PythonONNX(t)
 	specs := onnxSpecs(rand.New(rand.NewPCG(7, 11)))
 	// Our side.
 	for _, sp := range specs {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsplit/tsplit/internal/oracle"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -735,8 +736,6 @@ func TestSchemaPinned(t *testing.T) {
 	}
 }
 
-const python = "/usr/bin/python3"
-
 const pyMakeModel = `
 import sys
 import numpy as np
@@ -776,9 +775,8 @@ print("ok")
 // TestPythonONNXInterop exchanges a model with the reference implementation
 // (python3-onnx), when it is installed.
 func TestPythonONNXInterop(t *testing.T) {
-	if err := exec.Command(python, "-c", "import onnx, numpy").Run(); err != nil {
-		t.Skipf("python3-onnx not available (%s -c 'import onnx, numpy': %v); skipping interop test", python, err)
-	}
+	oracle.PythonNumpy(t)
+	python := oracle.PythonONNX(t)
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.onnx"), filepath.Join(dir, "out.onnx")
 	if b, err := exec.Command(python, "-c", pyMakeModel, in).CombinedOutput(); err != nil {

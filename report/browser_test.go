@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsplit/tsplit/internal/oracle"
 	"github.com/tsplit/tsplit/zoo"
 )
 
@@ -29,6 +30,7 @@ const chromiumPath = "/usr/bin/chromium"
 // an error, as a missing oracle is (internal/oracle).
 func chromium(t *testing.T) string {
 	t.Helper()
+	oracle.Oracles(t, "headless Chromium")
 	if _, err := os.Stat(chromiumPath); err != nil {
 		msg := "no headless browser at " + chromiumPath + "; scripts/install-deps.sh (make deps) installs Debian's chromium"
 		if os.Getenv("TSPLIT_REQUIRE_ORACLES") != "" {

@@ -14,6 +14,7 @@ import (
 // -o writes the adapted plan, which runs again within the budget. An
 // unplanned model is refused with status 2.
 func TestRunAdapt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prof := filepath.Join("..", "..", "docs", "benchmarks", "measured-tsplit", "measured_profile_resnet18.json")
 	planned := filepath.Join(dir, "planned.onnx")
@@ -50,6 +51,7 @@ func TestRunAdapt(t *testing.T) {
 // the plan was made with), the JSON both series, the measured one
 // peaking at the run's measured peak; an unplanned model is refused.
 func TestRunReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prof := filepath.Join("..", "..", "docs", "benchmarks", "measured-tsplit", "measured_profile_resnet18.json")
 	planned := filepath.Join(dir, "planned.onnx")

@@ -10,6 +10,7 @@ import (
 // to stderr; -d dump-after reaches a round's insertion; an unknown -d is
 // a usage error naming both.
 func TestDebugFlags(t *testing.T) {
+	t.Parallel()
 	model := filepath.Join("..", "..", "testdata", "onnx", "resnet18-small.onnx")
 	out := filepath.Join(t.TempDir(), "planned.onnx")
 	args := []string{model, "--batch", "16", "--memory", "1300KiB", "-o", out}

@@ -14,6 +14,7 @@ import (
 // 160 KiB, below its 200 KiB largest activation); --no-fused-tiles
 // turns them off, and the budget then fails.
 func TestPlanFusedTilesCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	model := filepath.Join(dir, "wide.onnx")
 	if err := backend.WriteFile(plantest.WideVGG(t, 80), model); err != nil {

@@ -64,6 +64,7 @@ func runChild(t *testing.T, args ...string) (string, string, int) {
 // to reproduce it and asks for a bug report; a panic used to exit 2,
 // the usage-error status (issue 12, item 13).
 func TestExitInternal(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -87,6 +88,7 @@ func TestExitInternal(t *testing.T) {
 // progress removes its temporary file: killed writes left hidden
 // hundred-megabyte temporary files (issue 12, item 11).
 func TestInterruptedWriteCleansUp(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "x.onnx")
@@ -132,6 +134,7 @@ func TestInterruptedWriteCleansUp(t *testing.T) {
 // as a usage error, before any work; -o into another folder gives a
 // model that loads (issue 12, item 11).
 func TestOutputRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	model := filepath.Join(dir, "m.onnx")
 	data, err := os.ReadFile(resnet18)
@@ -175,6 +178,7 @@ func TestOutputRefused(t *testing.T) {
 // type holding an escape sequence is quoted in the error (issue 12,
 // item 13).
 func TestModelNamesEscaped(t *testing.T) {
+	t.Parallel()
 	m := ot.ReluChain()
 	m.Graph.Node[0].OpType = proto.String("Frob\x1b[2J\x1b]0;pwned\a")
 	m.Graph.Node[0].Name = proto.String("relu\x1b[31m")

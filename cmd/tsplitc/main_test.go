@@ -21,6 +21,10 @@ import (
 // TestMain lets tests run the real command in a child process: the
 // child sees TSPLITC_MAIN=1 and runs main with the given arguments, so
 // exit statuses and stderr are the ones a user gets.
+// Every test here runs in parallel with the others: most of their time
+// is child processes, and this package is the longest of go test
+// ./..., so run one test at a time it would be the last one running,
+// alone on one core.
 func TestMain(m *testing.M) {
 	switch os.Getenv("TSPLITC_MAIN") {
 	case "1":
@@ -57,6 +61,7 @@ func tsplitc(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	path := ot.Write(t, t.TempDir(), "m.onnx", ot.ReluChain())
 	out, errs, code := tsplitc(t, "inspect", path, "--batch", "8")
 	if code != 0 {
@@ -70,6 +75,7 @@ func TestInspect(t *testing.T) {
 }
 
 func TestBadInputExitStatus(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := ot.WriteBytes(t, dir, "bad.onnx", []byte("garbage"))
 	_, errs, code := tsplitc(t, "inspect", bad)
@@ -98,6 +104,7 @@ func TestBadInputExitStatus(t *testing.T) {
 // equal to the memory model's; one byte below, it fails with exit 1 and
 // an error naming the op, the tensor and the bytes.
 func TestRunCapacity(t *testing.T) {
+	t.Parallel()
 	path := ot.Write(t, t.TempDir(), "m.onnx", ot.ReluChain())
 	out, errs, code := tsplitc(t, "--run", path, "--batch", "4", "--quiet")
 	if code != 0 {
@@ -183,6 +190,7 @@ func summaryInt(t *testing.T, out, prefix, word string) int {
 // its consumer (2 to 19 ops between them), which the default lb=1 does not
 // do, and the plan swaps a different number of tensors.
 func TestPolicyParamChangesPlan(t *testing.T) {
+	t.Parallel()
 	model := filepath.Join("..", "..", "testdata", "onnx", "resnet18-small.onnx")
 	dir := t.TempDir()
 	compile := func(name string, params ...string) (string, []int) {
@@ -227,6 +235,7 @@ func TestPolicyParamChangesPlan(t *testing.T) {
 // (exit 2) that name the policy and what it accepts, before anything is
 // planned or written.
 func TestPolicyParamErrors(t *testing.T) {
+	t.Parallel()
 	model := filepath.Join("..", "..", "testdata", "onnx", "resnet18-small.onnx")
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -264,6 +273,7 @@ func TestPolicyParamErrors(t *testing.T) {
 
 // --help lists every policy with the parameters it declares.
 func TestHelpListsPolicyParams(t *testing.T) {
+	t.Parallel()
 	out, errs, code := tsplitc(t, "--help")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

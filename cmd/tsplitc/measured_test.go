@@ -15,6 +15,7 @@ import (
 // the prediction next to what it measured, within the budget and with
 // the losses of the unplanned step.
 func TestMeasuredProfilePlanRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "cpu-emulated.json")
 	out, errs, code := tsplitc(t, "profile", resnet18, "--batch", "2", "--runs", "1", "--warmup", "0", "--emulate", "titan-rtx", "-o", prof)
@@ -71,6 +72,7 @@ func TestMeasuredProfilePlanRun(t *testing.T) {
 // Measuring refuses bad command lines with status 2 and bad models with
 // status 1, and writes nothing then.
 func TestProfileMeasureErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "p.json")
 	for _, c := range []struct {

@@ -48,6 +48,7 @@ func runJSONOf(t *testing.T, args ...string) runJSON {
 // the planned model's run does. The same plan written twice is the
 // same bytes.
 func TestNativeTarget(t *testing.T) {
+	t.Parallel()
 	root, err := oracle.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +124,7 @@ func TestNativeTarget(t *testing.T) {
 // TestNativeRunErrors: a plan refuses the flags that would change the
 // step it holds, a pool smaller than its layout, and a damaged file.
 func TestNativeRunErrors(t *testing.T) {
+	t.Parallel()
 	root, err := oracle.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

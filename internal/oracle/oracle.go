@@ -26,8 +26,8 @@ const installHint = "install the oracles with `make deps` (scripts/install-deps.
 func skipf(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := "oracle: " + fmt.Sprintf(format, args...) + "; " + installHint
-	if os.Getenv("TSPLIT_REQUIRE_ORACLES") != "" {
-		t.Fatal(msg + " (TSPLIT_REQUIRE_ORACLES is set, so this is an error)")
+	if os.Getenv(RequireEnv) != "" {
+		t.Fatal(msg + " (" + RequireEnv + " is set, so this is an error)")
 	}
 	t.Skip(msg)
 }
@@ -92,6 +92,7 @@ func pythonPath() string {
 // skipping the test otherwise. Results are cached per process.
 func pythonWith(t testing.TB, modules string) string {
 	t.Helper()
+	Oracles(t, "python3 with "+modules)
 	py := pythonPath()
 	pyChecks.mu.Lock()
 	if pyChecks.done == nil {
@@ -144,6 +145,7 @@ var exportMu sync.Mutex
 // (parallel `go test` packages) by a file lock.
 func TorchModel(t testing.TB, name string) string {
 	t.Helper()
+	Oracles(t, "the PyTorch export "+name)
 	dir := filepath.Join(mustRoot(t), "testdata", "torch")
 	path := filepath.Join(dir, name+".onnx")
 	if fileExists(path) {
@@ -189,9 +191,13 @@ func ortDir() string {
 	return filepath.Join(dir, "scripts", "ort")
 }
 
-// ORTAvailable reports whether Node.js and onnxruntime-node (in
-// scripts/ort/node_modules) are installed and load.
+// ORTAvailable reports whether the oracles are on (OraclesOn) and
+// Node.js and onnxruntime-node (in scripts/ort/node_modules) are
+// installed and load.
 func ORTAvailable() bool {
+	if !OraclesOn() {
+		return false
+	}
 	ort.once.Do(func() {
 		dir := ortDir()
 		if dir == "" {
@@ -218,6 +224,7 @@ func ORTAvailable() bool {
 
 func requireORT(t testing.TB) {
 	t.Helper()
+	Oracles(t, "ONNX Runtime")
 	if !ORTAvailable() {
 		skipf(t, "ONNX Runtime oracle unavailable: %s", ort.missing)
 	}
@@ -288,6 +295,7 @@ func ORTShapesAt(t testing.TB, model string, batches ...int) map[int]map[string]
 // ONNX Runtime installed, the scripts in scripts/ort and the model.
 func ortKey(t testing.TB, tool, what, model string) *key {
 	t.Helper()
+	Oracles(t, what)
 	if _, err := os.Stat(model); err != nil {
 		requireORT(t) // a missing ORT skips first, as it did before the cache
 	}
@@ -355,6 +363,7 @@ func OnnxShapesAt(t testing.TB, model string, batches ...int) map[int]map[string
 // scripts import one another).
 func pythonKey(t testing.TB, tool, what string) *key {
 	t.Helper()
+	Oracles(t, what)
 	k := newKey(tool, what)
 	k.add("python", pythonVersions(t, pythonPath()))
 	k.files(t, filepath.Join(mustRoot(t), "scripts"), ".py")

@@ -11,6 +11,7 @@ import (
 // TSPLIT_REQUIRE_ORACLES).
 func MILPSolver(t testing.TB) string {
 	t.Helper()
+	Oracles(t, "CBC")
 	p, err := exec.LookPath("cbc")
 	if err != nil {
 		skipf(t, "no cbc on PATH (%v); it needs Debian's coinor-cbc", err)

@@ -49,3 +49,36 @@ func Long(t testing.TB, what string) {
 
 // LongOn reports whether the long tier is on.
 func LongOn() bool { return os.Getenv(LongEnv) != "" }
+
+// OraclesEnv turns the outside oracles on outside the integration tier
+// (any non-empty value): `TSPLIT_ORACLES=1 go test ./pkg` runs a
+// package's oracle checks without its integration cases.
+const OraclesEnv = "TSPLIT_ORACLES"
+
+// RequireEnv makes a missing oracle an error instead of a skip, and
+// turns the oracles on (make test and make test-long set it).
+const RequireEnv = "TSPLIT_REQUIRE_ORACLES"
+
+// OraclesOn reports whether tests may use the outside oracles:
+// PyTorch and the PyTorch exports, the python onnx package, ONNX
+// Runtime, CBC and Chromium. They are on in the integration tier and
+// under OraclesEnv or RequireEnv. A plain `go test ./...` leaves them
+// off, so the default tier runs the same Go-only checks on every
+// machine, whatever is installed, and stays near a minute on two cores
+// (issue 10); make test, and so CI, runs every oracle check.
+func OraclesOn() bool {
+	if testing.Short() {
+		return false
+	}
+	return os.Getenv(IntegrationEnv) != "" || os.Getenv(OraclesEnv) != "" || os.Getenv(RequireEnv) != ""
+}
+
+// Oracles skips t unless OraclesOn; what names the oracle the test
+// needs. Every helper of this package that reaches an oracle calls it
+// first, and so do tests that run one on their own (Chromium).
+func Oracles(t testing.TB, what string) {
+	t.Helper()
+	if !OraclesOn() {
+		t.Skipf("%s: an outside oracle, off in a plain go test; make test runs it, or set %s=1", what, OraclesEnv)
+	}
+}

@@ -88,6 +88,7 @@ func TestOrderPolicies(t *testing.T) {
 // base's largest batch of the CI-sized transformer (83), so tsplit's
 // searches plan under memory pressure.
 func TestDeterministic(t *testing.T) {
+	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	cfg := Config{Small: true, Models: []string{"transformer"}, Policies: []string{"base", "tsplit"}, SweepSteps: 1, MaxBatch: 128, Command: "test"}
 	var outs [2]string
 	for i, jobs := range []int{1, 3} {
@@ -160,6 +161,7 @@ func smallRun(t *testing.T) *Results {
 // tsplit reaches at least every other policy's maximum batch and
 // parameter scale on every model.
 func TestSmallBenchmark(t *testing.T) {
+	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	r := smallRun(t)
 	t.Logf("%d plans in %v", r.Probes, r.Elapsed)
 	dir := t.TempDir()

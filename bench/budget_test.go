@@ -155,6 +155,7 @@ func runBudgetSweeps(t *testing.T, cases []budgetSweepCase) []string {
 // TestBudgetSweepSmall is the default tier's part of the budget sweeps:
 // a few consecutive budgets of two families, about a second.
 func TestBudgetSweepSmall(t *testing.T) {
+	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	runBudgetSweeps(t, []budgetSweepCase{
 		{"resnet18-small", []int{55, 50, 45}},
 		{"bert-base-small", []int{50, 45, 40}},
@@ -165,6 +166,7 @@ func TestBudgetSweepSmall(t *testing.T) {
 // over every zoo family's CI-sized model: the full sweep from 100 % of
 // the unplanned peak down to the smallest budget any policy fits.
 func TestBudgetSweep(t *testing.T) {
+	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	oracle.Integration(t, "the budget sweeps make about 1400 plans (every zoo family, 10 policies, ~16 budgets; inception's in the long tier)")
 	var made, skipped []string
 	families := []string{"bert-base-small", "bert-large-small", "gpt-small", "inception-small",

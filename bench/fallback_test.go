@@ -15,6 +15,7 @@ import (
 // behind tsplit-nosplit, and its order search (the default) is never
 // behind either.
 func TestTsplitKeepsTheBetterPlan(t *testing.T) {
+	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	prof, err := Config{Small: true}.DeviceProfile()
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ var torchSweepPercents = []int{100, 80, 60, 45, 35, 25, 15}
 // peak and the loss the unplanned step's (bit-exact without splits, to
 // float32 reassociation with them).
 func TestBudgetSweepTorch(t *testing.T) {
+	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	oracle.Integration(t, "the budget sweeps of the PyTorch exports plan and run about 400 steps")
 	ctx := context.Background()
 	prof, err := Config{Small: true}.DeviceProfile()

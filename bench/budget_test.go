@@ -33,17 +33,16 @@ const stepTol = 1e-9
 // tolerance.
 //
 // Measured when the list was made (overhead over the unplanned step,
-// the order tsplit's search kept):
+// the order tsplit's search kept). The plan at 70 % is the one its
+// search made for the grid point below, 65 %; the search at 75 % tries
+// 70 % but not 65 % (a second grid point costs BERT-large's planning
+// time half again). Six others (monotonicity breaks of up to 0.06
+// points on inception-, resnet18-, resnet50- and resnet101-small) and
+// moDNN ahead of tsplit on convnext_mini and vit_mini went when tsplit's
+// search started planning at the grid point below the budget and trying
+// moDNN's offload ranking (policy.tsplit.PlanStep).
 var knownBeaten = []string{
-	"inception-small 65% slower than 60%", // +0.0018 % (alap) vs −0.0000 % (alap)
-	"resnet101-small 80% slower than 75%", // +0.0119 % (alap) vs −0.0000 % (alap)
-	"resnet18-small 80% slower than 75%",  // +0.0572 % (dfs) vs −0.0000 % (alap)
-	"resnet18-small 70% slower than 65%",  // +0.2208 % (as-built) vs +0.1591 % (as-built)
-	"resnet50-small 70% slower than 65%",  // +0.0233 % (alap) vs +0.0000 % (as-built)
-	"resnet50-small 45% slower than 40%",  // +0.0262 % (as-built) vs +0.0233 % (alap)
-	// The PyTorch exports' sweeps (TestBudgetSweepTorch):
-	"convnext_mini 60% beaten by modnn", // +0.0943 % (alap) vs +0.0269 % (dfs)
-	"vit_mini 45% beaten by modnn",      // +0.1775 % (alap) vs +0.1474 % (dfs)
+	"resnet50-small 75% slower than 70%", // +0.0233 % (as-built) vs +0.0000 % (as-built)
 }
 
 // sweepCheck is one comparison a budget sweep makes; failed cases carry

@@ -87,6 +87,25 @@ func TestBudgetSweepTorch(t *testing.T) {
 					t.Errorf("%s passes now: remove it from knownBeaten", ch.key)
 				}
 			}
+			ts := slices.Index(pols, "tsplit")
+			for i, pct := range s.Percents {
+				line := fmt.Sprintf("%3d%%: tsplit ", pct)
+				if o, ok := s.Overhead(i, ts); ok {
+					line += fmt.Sprintf("%+.4f %%", o)
+				} else {
+					line += "does not fit"
+				}
+				best, bestPol := math.Inf(1), ""
+				for j, pol := range pols {
+					if o, ok := s.Overhead(i, j); ok && j != ts && o < best {
+						best, bestPol = o, pol
+					}
+				}
+				if bestPol != "" {
+					line += fmt.Sprintf(", best other %+.4f %% (%s)", best, bestPol)
+				}
+				t.Log(line)
+			}
 			runs := 0
 			for i := range s.Percents {
 				for j, pol := range pols {

@@ -36,19 +36,34 @@
 // t'_r — so that swap-out ended before t'_r and started after v's
 // producer ended, and the swap-in runs between t'_r and t'_{p_{k+1}}.
 // (If the first copy made after t'_r is itself swapped out and in
-// again, follow the chain back to a clone or such a swap-out.)
+// again, follow the chain back to a clone or such a swap-out.) A swap-in
+// allocates its copy when it starts, so the swap-in that restores v for
+// p_{k+1} starts after the last row of the gap v is off at ends.
+//
+// A pinned value (shape data, ir.Value.Pinned) is never evicted: the
+// rewrite refuses it, so the model has no candidate for it.
 //
 // # The model
 //
 // Columns, per gap (v, k) holding a row: "recompute" (cost: v's
 // producer's time, shared among its outputs by bytes, since one clone
-// restores them all), and "swap, first off at a row of block s" (cost
-// 0). A plan maps to them: per gap, the first row v is off decides the
-// swap column's block; the column claims v off at every row from there
-// to the gap's end — a superset of the plan's rows — and the swap-out's
-// deadline at the block's last row and the swap-in's earliest start at
-// its first row, both looser than the plan's. Recompute if the restore
-// found above is a clone. Rows:
+// restores them all), and "swap, first off at a row of start block s,
+// last off at a row of end block e" (cost 0). A plan maps to them: per
+// gap, the first and last rows v is off decide the swap column's
+// blocks; the column claims v off at every row from the first row of s
+// (and of the gap) to the last row of e (and of the gap) — a superset
+// of the plan's rows — and the swap-out's deadline at s's last row and
+// the swap-in's earliest start at e's first row, both looser than the
+// plan's. Recompute if the restore found above is a clone (its column
+// claims the whole gap: a clone placed earlier only holds more). The
+// start blocks are the rows themselves unless Options.StartBlocks
+// groups them; the end blocks are Options.EndBlocks groups of rows (5
+// by default: one per row multiplies the columns by the rows). Before
+// the end blocks, every swap column claimed v off to the gap's end
+// while its swap-in could start at its first row: the restored copy's
+// memory was free, and a MILP solution turned into a plan stalled on
+// swap-ins queued right before their uses (see "What is left" below).
+// Rows:
 //
 //   - memory, at a chosen set of over-budget positions: the columns
 //     covering r free at least M_r − B. Any subset of positions gives a
@@ -60,9 +75,15 @@
 //     tensors made at or after a with a deadline at or before r take at
 //     most t_r − t_a + ΔT. A value's swap-out may serve several of its
 //     gaps, so only its first gap's swap counts here.
-//   - host-to-device link, window from row a to op c: swap-ins of gaps
-//     that go off at or after a and are read at or before c take at most
+//   - host-to-device link, window from row a to op c: swap-ins that
+//     may start at or after a (a swap column's end block's first row, a
+//     recompute column's first row) for uses at or before c take at most
 //     t_c − t_a + ΔT (one swap-in per gap).
+//   - (MILP only) each swap column's own two windows, which the grid
+//     does not have: x·(copy time − window) ≤ ΔT for its swap-out (its
+//     producer's end to its deadline row) and its swap-in (its end
+//     block's first row to its use). In the LP they would each need a
+//     multiplier of their own in the Lagrangian; it leaves them out.
 //
 // Minimizing ΔT over the model bounds every plan of the class: each
 // plan maps to a feasible point whose ΔT is at most the plan's. Any
@@ -82,10 +103,31 @@
 // such input, the one weighing most.
 //
 // What the model leaves out, which only makes the bound lower: the
-// memory a restored copy holds between its restore and its use; the
-// inputs of a clone's own clone (chains deeper than one); stalls that a
-// plan's order of frees causes; fragmentation of the static layout;
-// the host memory limit.
+// memory a restored copy holds between its restore and its use within
+// an end block; the inputs of a clone's own clone (chains deeper than
+// one); stalls that a plan's order of frees causes; fragmentation of
+// the static layout; the host memory limit.
+//
+// # What is left (measured, docs/planner.md §9)
+//
+// The MILP is not an achievable plan. Its solution on gpt at batch 256
+// and 45 % of the peak (20 memory rows), turned into a plan — each
+// chosen swap's SwapOut after its last use with the copy released at
+// its first row off, its SwapIn after its last row off, clones before
+// their use — and simulated, is over the budget at 89 of 499 positions
+// (peak 58 MB against 36.8 MB) and adds 19 %, where the MILP claims
+// 0.03–0.05 %; on vgg16 at batch 256 and 60 % (over all 187
+// over-budget positions as rows, coarse start blocks) 206 positions are
+// over (49 MB against 33 MB). What it relaxes that a plan cannot: memory
+// is checked at 20 rows (positions between them, and the early forward
+// pass before the first, are free); the link windows start on a
+// 16-point grid, so an activation made late in a stretch is charged a
+// window from the stretch's start (VGG's first convolutions make
+// tensors faster than the link drains them); coarse blocks claim a
+// swap off from a block's first row with its swap-out due at its last.
+// Each is a valid relaxation, so Lower ≤ MILP ≤ the best plan still
+// holds; closing them needs a row per position and a window per
+// producer, which CBC does not solve in a minute on these graphs.
 //
 // # Solving
 //

@@ -211,7 +211,7 @@ func (g *lagrangian) eval(u *mult) float64 {
 			rc += o.toHost / f.m.d2h / f.timeUnit * CD[g.sidx[k]][o.deadline]
 		}
 		if o.toDev > 0 {
-			rc += o.toDev / f.m.h2d / f.timeUnit * CH[o.lo][g.eidx[k]]
+			rc += o.toDev / f.m.h2d / f.timeUnit * CH[o.inFrom][g.eidx[k]]
 		}
 		if c := g.classOf[k]; rc < best[c] {
 			best[c] = rc

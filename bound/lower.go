@@ -69,6 +69,10 @@ type Options struct {
 	Classes int
 	// LinkRows caps the link rows added by separation (default 24).
 	LinkRows int
+	// StartBlocks and EndBlocks are how many blocks of rows a swap's
+	// first and last rows off are told apart by (defaults: one block
+	// per row, and 5; doc.go).
+	StartBlocks, EndBlocks int
 }
 
 func (o Options) withDefaults() Options {
@@ -81,7 +85,18 @@ func (o Options) withDefaults() Options {
 	if o.LinkRows <= 0 {
 		o.LinkRows = 24
 	}
+	if o.EndBlocks <= 0 {
+		o.EndBlocks = 5
+	}
 	return o
+}
+
+// blocks is the count of start blocks over rows memory rows.
+func (o Options) blocks(rows int) int {
+	if o.StartBlocks <= 0 {
+		return rows
+	}
+	return min(o.StartBlocks, rows)
 }
 
 // Lower computes the LP bound for g in its current order at budget: mem
@@ -110,7 +125,7 @@ func LowerWith(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profil
 	opts = opts.withDefaults()
 	rows := m.pickRows(opts.MemRows)
 	classes := m.lpClasses(rows, opts.Classes)
-	f := newFormulation(m, rows, len(rows), classes)
+	f := newFormulation(m, rows, opts.blocks(len(rows)), opts.EndBlocks, classes)
 	f.boundRows(false)
 	res.MemRows = len(rows)
 	if err := f.separate(opts.LinkRows, res); err != nil {
@@ -120,7 +135,7 @@ func LowerWith(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profil
 	if f.duals != nil {
 		// The same rows with every gap on its own: its Lagrangian at the
 		// LP's duals.
-		full := newOptions(m, rows, len(rows), m.gapClasses(rows))
+		full := newOptions(m, rows, opts.blocks(len(rows)), opts.EndBlocks, m.gapClasses(rows))
 		g := newLagrangian(full)
 		if l := g.eval(g.fromDuals(f.p, f.duals)) * full.timeUnit; l > res.Added {
 			res.Added = l

@@ -91,11 +91,12 @@ func MILP(ctx context.Context, g *ir.Graph, mem *memory.Model, tl *passes.Timeli
 	}
 	o := opts.Options.withDefaults()
 	rows := m.pickRows(o.MemRows)
-	f := newFormulation(m, rows, len(rows), m.gapClasses(rows))
+	f := newFormulation(m, rows, o.blocks(len(rows)), o.EndBlocks, m.gapClasses(rows))
 	f.boundRows(true)
 	for _, l := range f.linkCandidates() {
 		f.p.add(f.link(l))
 	}
+	f.ownRows()
 	binary := make([]bool, len(f.p.cost))
 	for _, op := range f.options {
 		binary[op.col] = !opts.relaxed

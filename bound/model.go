@@ -116,7 +116,9 @@ func build(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profile.Pr
 	for idx := range mem.Intervals {
 		iv := &mem.Intervals[idx]
 		v := iv.Value
-		if v == nil || iv.Bytes <= 0 {
+		if v == nil || iv.Bytes <= 0 || v.Pinned() {
+			// A pinned value (shape data) stays on the device in every
+			// plan: passes.InsertSwapRecompute refuses to evict it.
 			continue
 		}
 		req := []int{iv.Start, iv.End}

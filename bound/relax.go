@@ -20,9 +20,14 @@ type formulation struct {
 	blockOf    []int
 	blockFirst []int
 	blockLast  []int
-	classes    []class
-	// options are the columns: per class, a recompute option and one
-	// swap option per start block.
+	// endFirst and endLast bound the end blocks, a coarser partition
+	// of the rows: a swap whose last row off lies in an end block is
+	// charged off through the block's last row and its swap-in after
+	// the block's first row starts.
+	endFirst, endLast []int
+	classes           []class
+	// options are the columns: per class, its recompute variants and
+	// one swap option per start block and end block.
 	options []option
 	// added is the column of the plan's added time: at least the
 	// clones' time (one row), and what stretches every link window.
@@ -62,11 +67,15 @@ type option struct {
 	cost   float64 // compute added, seconds
 	// toHost is the bytes it moves to the host before row deadline
 	// (after position def ends); toDev the bytes it moves to the device
-	// after row lo starts and before position to starts.
+	// after row inFrom starts and before position to starts (inFrom is
+	// lo for a recomputation, whose chain input may come back after any
+	// row the tensor is off at; a swap's restored copy is allocated
+	// when its swap-in starts, so that starts after its last row off).
 	toHost   float64
 	deadline int
 	def      int
 	toDev    float64
+	inFrom   int
 	to       int
 	col      int
 }
@@ -87,14 +96,14 @@ type linkRow struct {
 
 // newFormulation lays out rows and options; the link rows are added by
 // the caller (all of them, or by separation).
-func newFormulation(m *model, rows []int, blocks int, classes []class) *formulation {
-	f := newOptions(m, rows, blocks, classes)
+func newFormulation(m *model, rows []int, blocks, ends int, classes []class) *formulation {
+	f := newOptions(m, rows, blocks, ends, classes)
 	f.writeRows()
 	return f
 }
 
 // newOptions lays out the columns only (the Lagrangian needs no rows).
-func newOptions(m *model, rows []int, blocks int, classes []class) *formulation {
+func newOptions(m *model, rows []int, blocks, ends int, classes []class) *formulation {
 	f := &formulation{m: m, rows: rows, classes: classes, p: &problem{}}
 	// Units: bytes in the largest deficit, seconds in the base step, so
 	// the simplex sees coefficients near 1.
@@ -119,24 +128,37 @@ func newOptions(m *model, rows []int, blocks int, classes []class) *formulation 
 		}
 		f.blockLast[b] = i
 	}
+	ne := max(1, min(ends, len(rows)))
+	f.endFirst = make([]int, ne)
+	f.endLast = make([]int, ne)
+	for e := range ne {
+		f.endFirst[e] = e * len(rows) / ne
+		f.endLast[e] = (e+1)*len(rows)/ne - 1
+	}
 	p := f.p
 	f.added = p.col("added", 1)
 	for ci := range classes {
 		c := &classes[ci]
 		for k, vr := range c.recompute {
-			o := option{class: ci, lo: c.lo, hi: c.hi, save: vr.save, cost: vr.cost, toDev: vr.xfer, to: c.to}
+			o := option{class: ci, lo: c.lo, hi: c.hi, save: vr.save, cost: vr.cost, toDev: vr.xfer, inFrom: c.lo, to: c.to}
 			// Its time is counted in the added-time column (clones row).
 			o.col = p.col(fmt.Sprintf("r%d_%d", ci, k), 0)
 			f.options = append(f.options, o)
 		}
 		for b := f.blockOf[c.lo]; b <= f.blockOf[c.hi]; b++ {
-			o := option{class: ci, lo: max(c.lo, f.blockFirst[b]), hi: c.hi, save: c.bytes, deadline: min(f.blockLast[b], c.hi),
-				def: c.def, toDev: c.xfer, to: c.to}
-			if c.first {
-				o.toHost = c.xfer
+			lo := max(c.lo, f.blockFirst[b])
+			for e := range f.endFirst {
+				if f.endLast[e] < lo || f.endFirst[e] > c.hi {
+					continue
+				}
+				o := option{class: ci, lo: lo, hi: min(c.hi, f.endLast[e]), save: c.bytes, deadline: min(f.blockLast[b], c.hi),
+					def: c.def, toDev: c.xfer, inFrom: max(lo, f.endFirst[e]), to: c.to}
+				if c.first {
+					o.toHost = c.xfer
+				}
+				o.col = p.col(fmt.Sprintf("s%d_%d_%d", ci, b, e), 0)
+				f.options = append(f.options, o)
 			}
-			o.col = p.col(fmt.Sprintf("s%d_%d", ci, b), 0)
-			f.options = append(f.options, o)
 		}
 	}
 	return f
@@ -207,17 +229,36 @@ func (f *formulation) boundRows(all bool) {
 // grid (linkGrid points of the order) rather than at every class's
 // producer and next use: any set of windows gives a bound, and a grid
 // keeps the count independent of the number of tensors.
+//
+// Swap-out deadlines are rounded up to a start block's last row and
+// swap-ins start after a start or end block's first row, so windows
+// ending or starting at other rows hold no more swaps than one of these
+// and are left out (with a block per row, that leaves none out).
 func (f *formulation) linkCandidates() []linkRow {
 	starts, ends := f.windowPoints()
+	lasts := map[int]bool{}
+	for _, d := range f.blockLast {
+		lasts[d] = true
+	}
+	firsts := map[int]bool{}
+	for _, a := range f.blockFirst {
+		firsts[a] = true
+	}
+	for _, a := range f.endFirst {
+		firsts[a] = true
+	}
 	var out []linkRow
 	for _, a := range starts {
 		for d := range f.rows {
-			if a < f.rows[d] {
+			if a < f.rows[d] && lasts[d] {
 				out = append(out, linkRow{toHost: true, a: a, c: d})
 			}
 		}
 	}
 	for a := range f.rows {
+		if !firsts[a] {
+			continue
+		}
 		for _, c := range ends {
 			if c > f.rows[a] {
 				out = append(out, linkRow{a: a, c: c})
@@ -237,8 +278,8 @@ func (f *formulation) windowPoints() (starts, ends []int) {
 		s[k*n/linkGrid] = true
 		e[k*n/linkGrid] = true
 	}
-	for _, r := range f.rows {
-		e[r] = true
+	for _, r := range f.blockFirst {
+		e[f.rows[r]] = true
 	}
 	return sortedKeys(s), sortedKeys(e)
 }
@@ -273,7 +314,7 @@ func (f *formulation) link(l linkRow) row {
 				rw.cols = append(rw.cols, o.col)
 				rw.coefs = append(rw.coefs, o.toHost/m.d2h/f.timeUnit)
 			}
-		} else if o.toDev > 0 && o.lo >= l.a && o.to <= l.c {
+		} else if o.toDev > 0 && o.inFrom >= l.a && o.to <= l.c {
 			rw.cols = append(rw.cols, o.col)
 			rw.coefs = append(rw.coefs, o.toDev/m.h2d/f.timeUnit)
 		}
@@ -315,4 +356,32 @@ func violation(rw row, x []float64) float64 {
 		return rw.rhs - s
 	}
 	return s - rw.rhs
+}
+
+// ownRows writes, for each swap column, the link rows of its own two
+// windows: its swap-out, from its producer's end to its deadline row,
+// and its swap-in, from its first row that may hold the restored copy
+// to its next use, each stretched by at most the added time. They are
+// link rows like the others, whose windows the grid does not have:
+// with one column alone in them, x·(copy time − window) ≤ added.
+// Only the rows a column could break are written. (The MILP takes them;
+// in the LP, the Lagrangian would need one multiplier per column.)
+func (f *formulation) ownRows() {
+	m := f.m
+	for _, o := range f.options {
+		if o.toHost > 0 {
+			w := math.Max(0, m.tStart(f.rows[o.deadline])-m.tEnd(o.def))
+			if need := o.toHost / m.d2h; need > w {
+				f.p.add(row{name: fmt.Sprintf("own_out_%d", o.col), mem: -1, cols: []int{o.col, f.added},
+					coefs: []float64{(need - w) / f.timeUnit, -1}})
+			}
+		}
+		if o.toDev > 0 {
+			w := math.Max(0, m.tStart(o.to)-m.tStart(f.rows[o.inFrom]))
+			if need := o.toDev / m.h2d; need > w {
+				f.p.add(row{name: fmt.Sprintf("own_in_%d", o.col), mem: -1, cols: []int{o.col, f.added},
+					coefs: []float64{(need - w) / f.timeUnit, -1}})
+			}
+		}
+	}
 }

@@ -404,12 +404,13 @@ func addOptimizer(m *ir.Model, b *autodiff.Builder, params, grads []*ir.Value, o
 			g.Inputs = append(g.Inputs, v)
 			return v, nil
 		}
-		t, err := ir.NewTensor(p.DType, p.Shape.Clone(), make([]byte, p.Bytes()))
-		if err != nil {
-			return nil, err
-		}
-		if !zeros {
-			t = ir.TensorFromFloat64s(p.DType, ir.Shape{}, []float64{0})
+		// A scalar (the step count) allocates no buffer of p's size.
+		t := ir.TensorFromFloat64s(p.DType, ir.Shape{}, []float64{0})
+		if zeros {
+			var err error
+			if t, err = ir.NewTensor(p.DType, p.Shape.Clone(), make([]byte, p.Bytes())); err != nil {
+				return nil, err
+			}
 		}
 		v, err := g.AddInit(name, t)
 		if err != nil {

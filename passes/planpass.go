@@ -196,6 +196,13 @@ var PlanMemory = &Pass{
 			if u := s.Opts.Update; u != UpdateAuto {
 				return try(u, "offload")
 			}
+			if us, ok := pol.(UpdateSearcher); ok && us.SearchesUpdate(s.Opts) {
+				// One search over both placements (tsplit's order
+				// variants), instead of a whole search per placement,
+				// which doubled the planning of a 13 B-parameter step
+				// (issue 14 must-show 3).
+				return try(UpdateAuto, "offload")
+			}
 			d, derr := try(UpdateDevice, "offload")
 			h, herr := try(UpdateHost, "offload-host-update")
 			if herr == nil && (derr != nil || h.Report.Time < d.Report.Time) {

@@ -48,6 +48,16 @@ type StateOffloader interface {
 	OffloadsState() bool
 }
 
+// UpdateSearcher is a StateOffloader whose own search places the
+// update of offloaded state: given Options.Update == UpdateAuto (with
+// OffloadState), the plans it compares include both placements, each
+// with Update set. PlanMemory then makes one search instead of one per
+// placement. SearchesUpdate says whether it does under opts.
+type UpdateSearcher interface {
+	StateOffloader
+	SearchesUpdate(opts *Options) bool
+}
+
 // LowerBounder is a Policy that can say how little memory any of its
 // plans needs on a graph; PlanRounds puts the bound of the graph it
 // started from into an InfeasibleError.

@@ -284,21 +284,36 @@ func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 		return 0, false
 	}
 	dm := size
-	for _, w := range ch.extend {
-		b := pl.valueBytes(w)
-		end := pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]])
-		if end < i {
-			dm -= b
+	if len(ch.extend) == 0 {
+		return dm, dm > 0
+	}
+	// What the chain keeps past their last uses, by last use: at
+	// position k every kept tensor whose last use is before k is held
+	// as well (the sum over the others, kept as a running total instead
+	// of a loop over ch.extend per position, which made this quadratic
+	// in the chain's reads).
+	kept := make([]keptRead, len(ch.extend))
+	for n, w := range ch.extend {
+		kept[n] = keptRead{end: pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]), bytes: pl.valueBytes(w)}
+	}
+	byEnd := slices.Clone(kept)
+	slices.SortStableFunc(byEnd, func(x, y keptRead) int { return x.end - y.end })
+	for _, w := range kept {
+		if w.end < i {
+			dm -= w.bytes
 		}
-		for k := end + 1; k < i; k++ {
-			m := pl.Mem.Live[k] - pl.saved[k] + b
+		// held is the bytes of every kept tensor whose last use is
+		// before k; w's own is counted once, as b.
+		var held int64
+		next := 0
+		for k := w.end + 1; k < i; k++ {
+			for next < len(byEnd) && byEnd[next].end < k {
+				held += byEnd[next].bytes
+				next++
+			}
+			m := pl.Mem.Live[k] - pl.saved[k] + held
 			if k > a {
 				m -= size
-			}
-			for _, x := range ch.extend {
-				if x != w && pl.lastUse(x, &pl.Mem.Intervals[pl.Mem.ByValue[x.ID]]) < k {
-					m += pl.valueBytes(x)
-				}
 			}
 			if m > pl.Budget {
 				return 0, false
@@ -306,6 +321,13 @@ func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 		}
 	}
 	return dm, dm > 0
+}
+
+// keptRead is a tensor a recompute chain keeps past its last use: that
+// last use and its bytes.
+type keptRead struct {
+	end   int
+	bytes int64
 }
 
 // commitRecompute records the recompute decision just made (the last of

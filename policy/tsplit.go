@@ -44,6 +44,11 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 // tensor is a candidate; passes.OffloadState).
 func (t *tsplit) OffloadsState() bool { return true }
 
+// SearchesUpdate: under OrderAuto, PlanStep's search places the update
+// of offloaded state itself (searchAt plans every order with the update
+// on the device and on the host).
+func (t *tsplit) SearchesUpdate(opts *passes.Options) bool { return opts.Order == passes.OrderAuto }
+
 // LowerBound is the planner's bound on c's graph (planner.LowerBound),
 // crediting splits where the policy may split.
 func (t *tsplit) LowerBound(c *Context) int64 {
@@ -84,7 +89,7 @@ func (t *tsplit) PlanStep(s *passes.State) error {
 		return t.planSplitOrNot(s)
 	}
 	snap := s.Model.Clone()
-	f, err := t.planAt(s, snap, "", 0)
+	f, err := t.planAt(s, snap, "", 0, s.Opts.Update)
 	if interrupted(err) {
 		return err
 	}
@@ -105,7 +110,7 @@ func (t *tsplit) PlanStep(s *passes.State) error {
 		// several times the planning time.
 		budget, best := f.Report.Budget, f.Report.Time
 		for _, target := range tighterBudgets(budget, f.Report.BasePeak) {
-			g, gerr := t.planAt(s, snap, fmt.Sprintf("at-%d/", target), target)
+			g, gerr := t.planAt(s, snap, fmt.Sprintf("at-%d/", target), target, placed(f, s.Opts.Update))
 			if interrupted(gerr) {
 				return gerr
 			}
@@ -153,8 +158,8 @@ func tighterBudgets(budget, basePeak int64) []int64 {
 // orders, walks and repairs (search), the same without splits where
 // any variant split, and moDNN's offload ranking where that plan adds
 // time. It keeps the fastest, the earliest on a tie.
-func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget int64) (*passes.State, error) {
-	f, err, splits := t.searchAt(s, snap, prefix, budget)
+func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget int64, update passes.UpdatePlace) (*passes.State, error) {
+	f, err, splits := t.searchAt(s, snap, prefix, budget, update)
 	if interrupted(err) {
 		return nil, err
 	}
@@ -163,7 +168,7 @@ func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget i
 		// a plan tsplit-nosplit would make, and tsplit must not be
 		// behind it. (Where no variant split, it is this same plan.)
 		nosplit := TsplitNoSplit.(*tsplit)
-		g, gerr, _ := nosplit.searchAt(s, snap, prefix+"nosplit/", budget)
+		g, gerr, _ := nosplit.searchAt(s, snap, prefix+"nosplit/", budget, placed(f, update))
 		if interrupted(gerr) {
 			return nil, gerr
 		}
@@ -174,7 +179,7 @@ func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget i
 		}
 	}
 	if f != nil && !s.Opts.AnyFit && !s.Opts.NoSwap && (err != nil || f.Report.Time > f.Report.BaseTime*(1+goodEnough)) {
-		g, gerr := t.offloadRanked(s, snap, prefix, budget)
+		g, gerr := t.offloadRanked(s, snap, prefix, budget, placed(f, update))
 		if interrupted(gerr) {
 			return nil, gerr
 		}
@@ -195,9 +200,9 @@ func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget i
 // the farthest next use leave the link the most time to bring them back
 // (vit_mini at 45 % of its peak: +0.147 % against Alg. 2's best
 // +0.178 %). It is tried only where the search's plan adds time.
-func (t *tsplit) offloadRanked(s *passes.State, snap *ir.Model, prefix string, budget int64) (*passes.State, error) {
+func (t *tsplit) offloadRanked(s *passes.State, snap *ir.Model, prefix string, budget int64, update passes.UpdatePlace) (*passes.State, error) {
 	opts := *s.Opts
-	opts.Policy = Modnn
+	opts.Policy, opts.Update = Modnn, update
 	if budget > 0 {
 		opts.Budget = budget
 	}
@@ -223,7 +228,13 @@ func (t *tsplit) offloadRanked(s *passes.State, snap *ir.Model, prefix string, b
 // failure, with its report as far as it got), and whether a plan it
 // made tried splits (a variant that fails has already tried without
 // them: planSplitOrNot).
-func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget int64) (*passes.State, error, bool) {
+//
+// With the state offloaded and update UpdateAuto, every order is
+// planned with the update on the device and on the host (the device's
+// first, so that it wins a tie), and the walk from the peak and the
+// repairs follow the faster variant's placement: one search instead of
+// one per placement (PlanMemory, passes.UpdateSearcher).
+func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget int64, update passes.UpdatePlace) (*passes.State, error, bool) {
 	// Forks share the caller's callbacks: call them one at a time.
 	base := *s.Opts
 	if budget > 0 {
@@ -233,8 +244,14 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	if cb := s.Opts.OnRound; cb != nil {
 		base.OnRound = func(round int, peak, target int64) { s.Locked(func() { cb(round, peak, target) }) }
 	}
+	base.Update = update
+	updates := []passes.UpdatePlace{update}
+	if base.OffloadState && update == passes.UpdateAuto {
+		updates = []passes.UpdatePlace{passes.UpdateDevice, passes.UpdateHost}
+	}
 	type variant struct {
 		order     passes.OpOrder
+		update    passes.UpdatePlace
 		peakFirst bool
 		name      string
 		plan      *passes.State
@@ -242,7 +259,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	}
 	plan := func(v *variant, noBound bool) {
 		opts := base
-		opts.PeakFirst = v.peakFirst
+		opts.PeakFirst, opts.Update = v.peakFirst, v.update
 		v.plan, v.err = t.planIn(s, snap, v.order, &opts, v.name, noBound)
 		if v.err != nil && !interrupted(v.err) {
 			opts.MaxRelease = 1
@@ -254,16 +271,18 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	var vs []*variant
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for k, o := range passes.Orders {
-		v := &variant{order: o, name: prefix + "order-" + string(o)}
-		vs = append(vs, v)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			plan(v, k > 0)
-		}()
+	for n, u := range updates {
+		for k, o := range passes.Orders {
+			v := &variant{order: o, update: u, name: prefix + updateName(u, len(updates) > 1) + "order-" + string(o)}
+			vs = append(vs, v)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				plan(v, n > 0 || k > 0)
+			}()
+		}
 	}
 	wg.Wait()
 	best := -1
@@ -283,7 +302,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	// whether the budget fits (AnyFit).
 	done := best >= 0 && (s.Opts.AnyFit || vs[best].plan.Report.Time <= vs[best].plan.Report.BaseTime*(1+goodEnough))
 	if best >= 0 && !done {
-		v := &variant{order: vs[best].order, peakFirst: true, name: prefix + "order-" + string(vs[best].order) + "-peak"}
+		v := &variant{order: vs[best].order, update: vs[best].update, peakFirst: true, name: vs[best].name + "-peak"}
 		plan(v, true)
 		if interrupted(v.err) {
 			return nil, v.err, false
@@ -297,6 +316,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	var tried []string
 	for _, v := range vs {
 		what := string(v.order)
+		if len(updates) > 1 {
+			what += ", update on the " + v.update.String()
+		}
 		if v.peakFirst {
 			what += " from the peak"
 		}
@@ -329,6 +351,24 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	}
 	r.Chosen = why
 	return f, nil, splits && !done
+}
+
+// placed is where f's plan runs the update of offloaded state, or
+// update where f is not a plan.
+func placed(f *passes.State, update passes.UpdatePlace) passes.UpdatePlace {
+	if f == nil || f.Opts == nil {
+		return update
+	}
+	return f.Opts.Update
+}
+
+// updateName prefixes the name of a variant that places the update
+// (searchAt plans both placements).
+func updateName(u passes.UpdatePlace, both bool) string {
+	if !both {
+		return ""
+	}
+	return "update-" + u.String() + "/"
 }
 
 // goodEnough is the overhead over the unplanned step below which the

@@ -24,6 +24,7 @@ type planFlags struct {
 	*trainFlags
 	*outFlags
 	out     string
+	dryRun  bool   // --dry-run: plan and summarize, write nothing
 	memory  string // the budget
 	policy  string
 	order   string
@@ -44,6 +45,7 @@ type planFlags struct {
 
 func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVarP(&f.out, "output", "o", "", "write the planned training step here")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "plan and print the summary without -o: nothing is written (a step too large to write, such as a 13 B-parameter model's Adam state, which is made only when written; docs/offload.md)")
 	fl.StringVar(&f.memory, "memory", "", "device memory budget, e.g. 11GiB (default: the device's memory less what it reserves)")
 	fl.StringVar(&f.device, "device", "titan-rtx", "device profile ("+strings.Join(profile.Names(), ", ")+") or a JSON profile file (tsplitc profile lists them)")
 	fl.BoolVar(&f.check, "check", false, "run ir.Verify after every pass")
@@ -80,8 +82,11 @@ func newPlanCmd() *cobra.Command {
 
 // options checks the command line and returns the library's options.
 func (f *planFlags) options() (tsplit.Options, error) {
-	if f.out == "" {
-		return tsplit.Options{}, usageError{fmt.Errorf("planning needs -o FILE (or use --run, inspect, train)")}
+	switch {
+	case f.out == "" && !f.dryRun:
+		return tsplit.Options{}, usageError{fmt.Errorf("planning needs -o FILE or --dry-run (or use --run, inspect, train)")}
+	case f.out != "" && f.dryRun:
+		return tsplit.Options{}, usageError{fmt.Errorf("--dry-run writes nothing: it takes no -o")}
 	}
 
 	opts, err := f.importFlags.options()
@@ -220,9 +225,12 @@ func planModel(cmd *cobra.Command, path string, f *planFlags) error {
 	}
 	planning := time.Duration(res.PlanningSeconds * float64(time.Second))
 	fmt.Fprintf(w, "planning time %v (total %v)\n", planning.Round(time.Microsecond), total.Round(time.Millisecond))
-	if res.Target == tsplit.TargetNative {
+	switch {
+	case res.Output == "":
+		fmt.Fprintf(w, "wrote         nothing (--dry-run)\n")
+	case res.Target == tsplit.TargetNative:
 		fmt.Fprintf(w, "wrote         %s (native plan)\n", res.Output)
-	} else {
+	default:
 		fmt.Fprintf(w, "wrote         %s\n", res.Output)
 	}
 	if f.report != "" {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,16 @@ type Config struct {
 	SweepSteps int
 	// Optimizer is the training step's optimizer ("": sgd).
 	Optimizer string
+	// Tables are the tables to compute and write (nil: all of
+	// TableNames). TableParamScale alone is Table V's searches and
+	// param_scale.{md,csv}; a subset writes only its own files (the
+	// README, the limits table and the sweep's plots need every table).
+	Tables []string
+	// Offload lets the policies that can keep the training state on
+	// the host do so where it does not fit on the device
+	// (tsplit.Options.Offload: tsplit and tsplit-nosplit; docs/offload.md).
+	// The other policies plan as without it.
+	Offload bool
 	// MaxSubBatches and MaxSubBatchOps bound the step of modnn with
 	// sub-batching (Results.SubBatched), which is unrolled, one copy of
 	// the sub-batch step per sub-batch: at most MaxSubBatches
@@ -60,6 +71,26 @@ type Config struct {
 	Progress io.Writer
 	// Command is the command line recorded in the README.
 	Command string
+}
+
+// Table names (Config.Tables, tsplitc bench --tables).
+const (
+	// TableSampleScale is Table IV and what follows from its searches:
+	// Fig. 14a, the throughput sweep (Fig. 12), modnn sub-batched.
+	TableSampleScale = "sample-scale"
+	// TableParamScale is Table V.
+	TableParamScale = "param-scale"
+)
+
+// TableNames are the tables Config.Tables selects from.
+var TableNames = []string{TableSampleScale, TableParamScale}
+
+// wants reports whether the benchmark computes table t.
+func (c Config) wants(t string) bool { return c.Tables == nil || slices.Contains(c.Tables, t) }
+
+// partial reports whether the benchmark computes only some tables.
+func (c Config) partial() bool {
+	return slices.ContainsFunc(TableNames, func(t string) bool { return !c.wants(t) })
 }
 
 // SmallScale divides every memory size of the device in the CI-sized
@@ -95,6 +126,14 @@ func (c Config) Resolve() (Config, error) {
 		if !slices.Contains(c.Policies, p) {
 			return c, fmt.Errorf("bench: threshold policy %q is not among the benchmarked policies", p)
 		}
+	}
+	for _, t := range c.Tables {
+		if !slices.Contains(TableNames, t) {
+			return c, fmt.Errorf("bench: unknown table %q (tables: %s)", t, strings.Join(TableNames, ", "))
+		}
+	}
+	if c.Tables != nil && len(c.Tables) == 0 {
+		return c, fmt.Errorf("bench: no table selected (tables: %s)", strings.Join(TableNames, ", "))
 	}
 	if c.Jobs < 1 {
 		c.Jobs = 1
@@ -172,6 +211,10 @@ type Results struct {
 	// ParamScale is Table V: the largest width multiplier k at batch
 	// Config.ParamBatch.
 	ParamScale [][]Search
+	// HostBound is, per model, the largest k whose parameters,
+	// gradients and optimizer state fit the host memory (hostBoundOf;
+	// nil without Table V).
+	HostBound []int64
 	// UnderX is Fig. 14a: per threshold (Config.Thresholds), the largest
 	// batch each of Config.ThresholdPolicies plans at no less than x% of
 	// the unconstrained step's throughput. [threshold][model][policy of
@@ -275,6 +318,9 @@ func Run(cfg Config) (*Results, error) {
 	var jobs []job
 	for i, m := range r.Models {
 		for j, pol := range r.Policies {
+			if !cfg.wants(TableSampleScale) {
+				break
+			}
 			jobs = append(jobs, job{fmt.Sprintf("%s %s batch", m.Name, pol), func() error {
 				s, err := maxPassing(cfg.MaxBatch, func(b int64) (*Probe, bool, error) {
 					p, err := pr.probe(m, b, 1, pol)
@@ -308,6 +354,11 @@ func Run(cfg Config) (*Results, error) {
 				}
 				return nil
 			}})
+		}
+		for j, pol := range r.Policies {
+			if !cfg.wants(TableParamScale) {
+				break
+			}
 			jobs = append(jobs, job{fmt.Sprintf("%s %s width", m.Name, pol), func() error {
 				s, err := maxPassing(cfg.widthLimit(), func(k int64) (*Probe, bool, error) {
 					p, err := pr.probe(m, cfg.ParamBatch, k, pol)
@@ -320,7 +371,7 @@ func Run(cfg Config) (*Results, error) {
 	}
 	// modnn with sub-batching: a search of its own (see
 	// Results.SubBatched).
-	subBatched := slices.Contains(r.Policies, "modnn")
+	subBatched := slices.Contains(r.Policies, "modnn") && cfg.wants(TableSampleScale)
 	if subBatched {
 		r.SubBatched = make([]Search, nm)
 		for i, m := range r.Models {
@@ -336,6 +387,15 @@ func Run(cfg Config) (*Results, error) {
 	}
 	if err := runJobs(cfg, "searching", jobs, pr); err != nil {
 		return nil, err
+	}
+	if cfg.wants(TableParamScale) {
+		for _, m := range r.Models {
+			k, err := hostBoundOf(r, m)
+			if err != nil {
+				return nil, fmt.Errorf("bench: %s: host bound: %w", m.Name, err)
+			}
+			r.HostBound = append(r.HostBound, k)
+		}
 	}
 
 	// Where another policy goes further than tsplit, plan that size again
@@ -368,6 +428,9 @@ func Run(cfg Config) (*Results, error) {
 	jobs = nil
 	r.Sweep = make([]Sweep, nm)
 	for i, m := range r.Models {
+		if !cfg.wants(TableSampleScale) {
+			break
+		}
 		var top int64
 		for j := range r.Policies {
 			top = max(top, r.SampleScale[i][j].Max)

@@ -438,3 +438,56 @@ func TestNonMonotone(t *testing.T) {
 		t.Errorf("NonMonotone = %v, want %v", got, want)
 	}
 }
+
+// --tables param-scale computes Table V alone and writes only its files:
+// the other tables' files and the README, which a partial run cannot
+// make, are left as they were; its host bound is the largest k whose
+// parameters and gradients fit the host memory.
+func TestParamScaleAlone(t *testing.T) {
+	dir := t.TempDir()
+	keep := map[string]string{SampleScaleFile + ".md": "table iv\n", ReadmeFile: "readme\n", LimitsFile + ".csv": "limits\n"}
+	for name, text := range keep {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Run(Config{Small: true, Models: []string{"transformer"}, Policies: []string{"base", "tsplit"},
+		Tables: []string{TableParamScale}, Offload: true, Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SampleScale[0][0].Max != 0 || len(r.Sweep[0].Batches) != 0 || r.ParamScale[0][1].Max <= 0 {
+		t.Errorf("param-scale alone: sample scale %+v, sweep %v, param scale %+v", r.SampleScale[0], r.Sweep[0].Batches, r.ParamScale[0])
+	}
+	written, err := Write(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, ParamScaleFile+".md"), filepath.Join(dir, ParamScaleFile+".csv")}
+	if !slices.Equal(written, want) {
+		t.Errorf("wrote %v, want %v", written, want)
+	}
+	for name, text := range keep {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != text {
+			t.Errorf("%s was overwritten: %q, %v", name, b, err)
+		}
+	}
+	kb := r.HostBound[0]
+	fits := func(k int64) bool {
+		b, err := stateBytes(r, r.Models[0], k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b <= r.Profile.HostMemory
+	}
+	if kb <= 0 || !fits(kb) || fits(kb+1) {
+		t.Errorf("host bound %d: not the largest k whose state fits %d bytes", kb, r.Profile.HostMemory)
+	}
+	md, _ := os.ReadFile(want[0])
+	if !strings.Contains(string(md), "host bound k") || !strings.Contains(string(md), "--offload") {
+		t.Errorf("param_scale.md lacks the host bound or the offload note:\n%s", md)
+	}
+	if _, err := Run(Config{Tables: []string{"table-6"}}); err == nil {
+		t.Error("an unknown table was accepted")
+	}
+}

@@ -42,12 +42,19 @@ func Write(dir string, r *Results) ([]string, error) {
 		md   string
 		csv  [][]string
 	}
-	tables := []table{
-		{SampleScaleFile, sampleScaleMD(r), scaleCSV(r, r.SampleScale, true)},
-		{ParamScaleFile, paramScaleMD(r), scaleCSV(r, r.ParamScale, false)},
-		{ThroughputFile, throughputMD(r), throughputCSV(r)},
-		{ThresholdFile, thresholdMD(r), thresholdCSV(r)},
-		{LimitsFile, limitsMD(r), limitsCSV(r)},
+	c := r.Config
+	var tables []table
+	if c.wants(TableSampleScale) {
+		tables = append(tables,
+			table{SampleScaleFile, sampleScaleMD(r), scaleCSV(r, r.SampleScale, true)},
+			table{ThroughputFile, throughputMD(r), throughputCSV(r)},
+			table{ThresholdFile, thresholdMD(r), thresholdCSV(r)})
+	}
+	if c.wants(TableParamScale) {
+		tables = append(tables, table{ParamScaleFile, paramScaleMD(r), scaleCSV(r, r.ParamScale, false)})
+	}
+	if !c.partial() {
+		tables = append(tables, table{LimitsFile, limitsMD(r), limitsCSV(r)})
 	}
 	if r.SubBatched != nil {
 		tables = append(tables, table{SubBatchedFile, subBatchedMD(r), subBatchedCSV(r)})
@@ -56,6 +63,12 @@ func Write(dir string, r *Results) ([]string, error) {
 		if err := out.table(t.name, t.md, t.csv); err != nil {
 			return out.written, err
 		}
+	}
+	if c.partial() {
+		// The other tables' files, the limits table and the README
+		// (which has every table) stay as they are: a run of some
+		// tables never overwrites what it did not compute.
+		return out.written, nil
 	}
 	for i, m := range r.Models {
 		if err := out.plot(PlotPrefix+m.Name, m.Name, func(dir, name string) error { return plotSweep(dir, name, r, i) }); err != nil {
@@ -204,6 +217,9 @@ func scaleTable(r *Results, t [][]Search, sample bool) string {
 	header := []string{"Model"}
 	header = append(header, r.Policies...)
 	header = append(header, "tsplit / base", "paper: tsplit / base")
+	if !sample {
+		header = append(header, "host bound k", "tsplit / host bound")
+	}
 	var rows [][]string
 	for i, m := range r.Models {
 		row := []string{m.Display}
@@ -211,6 +227,10 @@ func scaleTable(r *Results, t [][]Search, sample bool) string {
 			row = append(row, fmtScale(t[i][j]))
 		}
 		row = append(row, tsplitOverBase(r, t, i), paperRatio(m, sample))
+		if !sample {
+			kb := r.hostBound(i)
+			row = append(row, fmtBound(kb), tsplitOverBound(r, t, i, kb))
+		}
 		rows = append(rows, row)
 	}
 	return mdTable(header, rows)
@@ -220,6 +240,9 @@ func scaleCSV(r *Results, t [][]Search, sample bool) [][]string {
 	header := []string{"model", "zoo"}
 	header = append(header, r.Policies...)
 	header = append(header, "tsplit_over_base", "paper_tsplit_over_base")
+	if !sample {
+		header = append(header, "host_bound_k", "tsplit_over_host_bound")
+	}
 	out := [][]string{header}
 	for i, m := range r.Models {
 		row := []string{m.Name, m.Zoo}
@@ -227,9 +250,32 @@ func scaleCSV(r *Results, t [][]Search, sample bool) [][]string {
 			row = append(row, strconv.FormatInt(t[i][j].Max, 10))
 		}
 		row = append(row, strings.TrimSuffix(tsplitOverBase(r, t, i), "×"), strings.TrimSuffix(paperRatio(m, sample), "×"))
+		if !sample {
+			kb := r.hostBound(i)
+			row = append(row, strconv.FormatInt(kb, 10), tsplitOverBound(r, t, i, kb))
+		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// fmtBound is a host bound for a table (— where it could not be
+// computed).
+func fmtBound(k int64) string {
+	if k <= 0 {
+		return "—"
+	}
+	return strconv.FormatInt(k, 10)
+}
+
+// tsplitOverBound is tsplit's largest k over the host bound k, to two
+// places (— where either is missing).
+func tsplitOverBound(r *Results, t [][]Search, i int, kb int64) string {
+	ts, ok := scaleOf(r, t, i, "tsplit")
+	if !ok || kb <= 0 || ts.Max <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", float64(ts.Max)/float64(kb))
 }
 
 func sampleScaleMD(r *Results) string {
@@ -241,11 +287,17 @@ func sampleScaleMD(r *Results) string {
 }
 
 func paramScaleMD(r *Results) string {
-	return fmt.Sprintf("# Largest parameter scale per policy — Table V\n\n"+
-		"Device %s, budget %s, batch %d. The largest integer k such that the model with channels × k (CNNs) or hidden size × k "+
-		"(the transformer) plans into the budget (bisection, capped at %d; ≥ marks the cap). 0: not even k = 1 fits.\n\n%s",
-		r.Profile.Name, units.Bytes(r.Profile.Budget()), r.Config.ParamBatch, r.Config.widthLimit(),
-		scaleTable(r, r.ParamScale, false))
+	made := ""
+	if r.Config.partial() {
+		// The README, which names the command of the whole benchmark,
+		// was not made with this table.
+		made = fmt.Sprintf("Made alone by\n\n    %s\n\n", r.Config.Command)
+	}
+	return made + fmt.Sprintf("# Largest parameter scale per policy — Table V\n\n"+
+		"Device %s, budget %s, host memory %s, batch %d, %s. The largest integer k such that the model with channels × k (CNNs) or hidden size × k "+
+		"(the transformer) plans into the budget (bisection, capped at %d; ≥ marks the cap). 0: not even k = 1 fits. %s\n\n%s",
+		r.Profile.Name, units.Bytes(r.Profile.Budget()), units.Bytes(r.Profile.HostMemory), r.Config.ParamBatch, r.Config.Optimizer,
+		r.Config.widthLimit(), hostBoundNote(r), scaleTable(r, r.ParamScale, false))
 }
 
 func fmtFloat(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
@@ -555,9 +607,15 @@ func modelConfig(r *Results, m Model) (string, int64) {
 // Summary prints the two scale tables, the Fig. 14a table and where
 // tsplit is beaten, as Markdown.
 func Summary(w io.Writer, r *Results) {
-	fmt.Fprintf(w, "\nLargest batch (Table IV), %s:\n\n%s", r.Profile.Name, scaleTable(r, r.SampleScale, true))
-	fmt.Fprintf(w, "\nLargest parameter scale k at batch %d (Table V):\n\n%s", r.Config.ParamBatch, scaleTable(r, r.ParamScale, false))
-	fmt.Fprintf(w, "\nLargest batch at ≥ x%% of the unconstrained throughput (Fig. 14a):\n\n%s", mdTable(thresholdHeader(r), thresholdRows(r)))
+	if r.Config.wants(TableSampleScale) {
+		fmt.Fprintf(w, "\nLargest batch (Table IV), %s:\n\n%s", r.Profile.Name, scaleTable(r, r.SampleScale, true))
+	}
+	if r.Config.wants(TableParamScale) {
+		fmt.Fprintf(w, "\nLargest parameter scale k at batch %d (Table V):\n\n%s", r.Config.ParamBatch, scaleTable(r, r.ParamScale, false))
+	}
+	if r.Config.wants(TableSampleScale) {
+		fmt.Fprintf(w, "\nLargest batch at ≥ x%% of the unconstrained throughput (Fig. 14a):\n\n%s", mdTable(thresholdHeader(r), thresholdRows(r)))
+	}
 	if r.SubBatched != nil {
 		fmt.Fprintf(w, "\nmodnn with sub-batching (a different step for models with BatchNormalization):\n\n%s", subBatchedTable(r))
 	}

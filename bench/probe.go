@@ -194,7 +194,7 @@ func (pr *prober) plan(m Model, k probeKey) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := tsplit.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: pol, NoRecompute: k.swapOnly}
+	opts := tsplit.Options{Budget: pr.prof.Budget(), Profile: pr.prof, Policy: pol, NoRecompute: k.swapOnly, Offload: pr.cfg.Offload}
 	if k.subBatched {
 		// Given the forward builder, modnn rebuilds the step as
 		// sub-batches (moDNN's sub-batching).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ func newBenchCmd() *cobra.Command {
 		measured   bool
 		mcfg       bench.MeasuredConfig
 		mbudgets   string
+		tables     string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-o DIR]",
@@ -70,6 +72,17 @@ func newBenchCmd() *cobra.Command {
 			}
 			if cfg.Jobs < 1 {
 				return usageError{fmt.Errorf("-j must be at least 1, got %d", cfg.Jobs)}
+			}
+			if tables != "" {
+				if budgets || measured {
+					return usageError{fmt.Errorf("--tables selects among the tables: not with --budget-sweep or --measured")}
+				}
+				cfg.Tables = splitList(tables)
+				for _, t := range cfg.Tables {
+					if !slices.Contains(bench.TableNames, t) {
+						return usageError{fmt.Errorf("--tables %q: tables are %s", t, strings.Join(bench.TableNames, ", "))}
+					}
+				}
 			}
 			if _, err := profile.Lookup(cfg.Device); err != nil {
 				return usageError{err}
@@ -124,6 +137,9 @@ func newBenchCmd() *cobra.Command {
 	fl.Int64Var(&cfg.SweepMin, "sweep-min", 16, "smallest batch of the throughput sweep")
 	fl.IntVar(&cfg.SweepSteps, "sweep-steps", 4, "throughput-sweep batches per doubling")
 	fl.StringVar(&cfg.Optimizer, "optimizer", "sgd", "optimizer of the training step: sgd, momentum, adam")
+	fl.StringVar(&tables, "tables", "", "comma-separated tables to compute and write (default: all): "+strings.Join(bench.TableNames, ", ")+
+		" (Table IV with Figs. 12 and 14a; Table V); a subset writes only its own files, never the README or the others")
+	fl.BoolVar(&cfg.Offload, "offload", false, "tsplit and tsplit-nosplit may keep the parameters and optimizer state on the host where they do not fit on the device (docs/offload.md); the other policies are unchanged")
 	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
 	fl.BoolVar(&budgets, "budget-sweep", false, "instead of the tables: every policy's predicted overhead vs budget at Table IV's base batch")
 	fl.BoolVar(&measured, "measured", false, "instead of the tables: run every policy's plan on the CPU device with an emulated link, measured vs predicted step")

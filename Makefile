@@ -87,10 +87,13 @@ bench: torch-models
 
 # The paper's scale and throughput benchmarks (Tables IV–V, Figs. 12
 # and 14a) by real planning of the full-size models on the titan-rtx
-# profile; tables, plots and README in docs/benchmarks.
+# profile; tables, plots and README in docs/benchmarks. Then Table V
+# alone again with tsplit's parameters allowed on the host (--offload,
+# issue 14): param_scale.{md,csv}.
 .PHONY: benchmarks
 benchmarks: build
 	./bin/tsplitc bench -j 2 -o docs/benchmarks
+	./bin/tsplitc bench -j 2 --tables param-scale --offload -o docs/benchmarks
 
 # Predicted overhead vs memory budget, every policy, each model at Table
 # IV's base batch (issue 11's Pareto picture): budget_sweep* in

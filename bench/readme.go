@@ -60,6 +60,12 @@ func readme(r *Results) string {
 	w("### tsplit over base, next to the paper\n\n%s\n", paperTable(r, r.SampleScale, true))
 
 	w("## Largest parameter scale at batch %d — Table V\n\n%s\n", c.ParamBatch, scaleTable(r, r.ParamScale, false))
+	if !c.Offload && !c.Small {
+		w("Host bound k: the largest k at which the parameters, gradients and %s state alone fit the %s of host memory. "+
+			"Here every policy keeps the parameters on the device; `make benchmarks` then makes [%s.md](%s.md) alone again "+
+			"with `--offload` (tsplit may keep them on the host, docs/offload.md), so that file's Table V differs from this one.\n\n",
+			c.Optimizer, units.Bytes(r.Profile.HostMemory), ParamScaleFile, ParamScaleFile)
+	}
 	w("### tsplit over base, next to the paper\n\n%s\n", paperTable(r, r.ParamScale, false))
 
 	if len(r.Diagnoses) > 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/internal/oracle"
 )
 
 // tsplit keeps a split plan only where it pays: in the depth-first
@@ -16,6 +17,7 @@ import (
 // behind either.
 func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 	t.Parallel() // bench is the longest package of make test: its big tests share both cores
+	oracle.Integration(t, "tsplit's full search on resnet50 at batches 520 and 700, several plans each")
 	prof, err := Config{Small: true}.DeviceProfile()
 	if err != nil {
 		t.Fatal(err)

@@ -254,7 +254,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"train", bad, "-o", out}, 1, bad},
 		{[]string{"dump", bad}, 1, bad},
 		{[]string{"profile", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
-		{[]string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}, 1, "no plan fits a budget of 512.00 KiB"},
+		// --order dfs: one Alg. 2 walk instead of tsplit's search, here
+		// and in TestOffloadFlag (the exit status is the subject).
+		{[]string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "--order", "dfs", "-o", out}, 1, "no plan fits a budget of 512.00 KiB"},
 		{[]string{"run", resnet18, "--train", "--batch", "16", "--pool", "1MiB"}, 1, "out of device memory"},
 		// A diverging step stops at the first op computing a NaN (the
 		// learning rate is +Inf in float32), on by default with --train.
@@ -383,7 +385,7 @@ func TestBenchBudgetSweepWritesOnlyWithOutput(t *testing.T) {
 func TestOffloadFlag(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "p.onnx")
-	args := []string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "-o", out}
+	args := []string{"plan", resnet18, "--batch", "16", "--memory", "512KiB", "--order", "dfs", "-o", out}
 	stdout, stderr, code := tsplitc(t, append(args, "--offload")...)
 	if code != 0 {
 		t.Fatalf("with --offload: exit %d, %s", code, stderr)

@@ -56,7 +56,9 @@ func TestNativeTarget(t *testing.T) {
 	model := filepath.Join(root, "testdata", "onnx", "resnet18-small.onnx")
 	dir := t.TempDir()
 	plan, onnx := filepath.Join(dir, "p.tsplan"), filepath.Join(dir, "p.onnx")
-	common := []string{model, "--batch", "4", "--memory", "1MiB", "--quiet"}
+	// --order dfs: one Alg. 2 walk, not tsplit's search (about 3x the
+	// planning); the native target is the subject here.
+	common := []string{model, "--batch", "4", "--memory", "1MiB", "--order", "dfs", "--quiet"}
 	out, errs, code := tsplitc(t, append(common, "--target", "native", "-o", plan)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

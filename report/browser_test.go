@@ -173,6 +173,7 @@ func TestWriteScreenshot(t *testing.T) {
 	if !*writeScreenshot {
 		t.Skip("run with -write-screenshot to rewrite docs/images/plan-report.png")
 	}
+	t.Setenv(oracle.RequireEnv, "1") // asked for by name: no Chromium is an error
 	chromium(t)
 	r := planZoo(t, "bert-large", zoo.Config{SeqLen: 512, WeightsAsInputs: true}, 32, 0.5)
 	html := render(t, HTML, r)

@@ -430,9 +430,15 @@ func (x *Executor) RunContext(ctx context.Context, inputs map[string][]byte) (*R
 				in[j] = &kernels.Tensor{DType: v.DType, Shape: v.Shape, Data: buf}
 			}
 			out := make([]*kernels.Tensor, len(op.Outputs()))
+			over := ir.InPlaceHost(op)
 			for j, v := range op.Outputs() {
 				if v != nil {
-					buf := make([]byte, v.Bytes())
+					var buf []byte
+					if over >= 0 {
+						buf = in[over].Data // written over its input (ir.InPlaceHost)
+					} else {
+						buf = make([]byte, v.Bytes())
+					}
 					host[v.ID] = buf
 					out[j] = &kernels.Tensor{DType: v.DType, Shape: v.Shape, Data: buf}
 				}

@@ -273,6 +273,28 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 			}
 		}
 	}
+	// A host op that writes over its input (ir.InPlaceHost) holds no
+	// buffer of its own: the input's buffer lives on to the last read
+	// of the output, down the chain (chainEnd, filled from the back).
+	overwrites := map[ir.ValueID]bool{}
+	chainEnd := map[ir.ValueID]int{}
+	for i := n - 1; i >= 0; i-- {
+		op := order[i]
+		j := ir.InPlaceHost(op)
+		if j < 0 {
+			continue
+		}
+		y := op.Output(0)
+		overwrites[y.ID] = true
+		end := max(lastUse(y), i)
+		if isOutput[y.ID] {
+			end = n
+		}
+		if e, ok := chainEnd[y.ID]; ok {
+			end = max(end, e)
+		}
+		chainEnd[op.Input(j).ID] = end
+	}
 	for i, op := range order {
 		for _, v := range op.Outputs() {
 			if v == nil {
@@ -287,8 +309,11 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 				end = n
 			}
 			if onHost(v) {
-				if _, view := ir.ViewOf(op); view || mergeOf[v.ID] {
-					continue // a view of its input, or part of a merge
+				if _, view := ir.ViewOf(op); view || mergeOf[v.ID] || overwrites[v.ID] {
+					continue // a view of its input, part of a merge, or written over its input
+				}
+				if e, ok := chainEnd[v.ID]; ok {
+					end = max(end, e)
 				}
 				start := i
 				if ir.InPlaceConcat(op) {

@@ -468,3 +468,37 @@ func hasHostState(g *ir.Graph) bool {
 	}
 	return false
 }
+
+// HostMergeInPlace reports whether splitting op by dm merges output 0 in
+// place on the host, where it is merged there at all: InsertSplit merges
+// it straight into its host copy where the step keeps state on the host
+// and only host ops read the swapped-out value (a weight gradient the
+// host update reads). A Concat along the outermost non-unit dimension is
+// merged in place (ir.InPlaceConcat) and holds the tensor once; one
+// along a strided dimension, or a Sum, holds the pieces and the whole
+// tensor at once. A split whose merge does not stay on the host reports
+// true.
+func HostMergeInPlace(g *ir.Graph, op *ir.Op, dm *DimMap) bool {
+	y := op.Output(0)
+	if y == nil || !hasHostState(g) {
+		return true
+	}
+	merged := false
+	for _, u := range y.Uses() {
+		if ir.CopyOf(u.Op) == ir.ToHost && hostOnly(u.Op.Output(0)) {
+			merged = true
+		}
+	}
+	if !merged {
+		return true
+	}
+	if dm.Merge == MergeSum || len(dm.Outputs) == 0 || dm.Outputs[0].Dim < 0 {
+		return false
+	}
+	for d := 0; d < dm.Outputs[0].Dim && d < len(y.Shape); d++ {
+		if y.Shape[d] != 1 {
+			return false
+		}
+	}
+	return true
+}

@@ -1064,8 +1064,18 @@ func (pl *planner) bestSplit(i int) *splitCandidate {
 		return nil
 	}
 	i = pl.pos[op.ID]
-	var best *splitCandidate
+	// A split whose pieces merge into the host copy of its output (a
+	// weight gradient the host update reads) takes a merge in place
+	// where one frees device memory: a strided merge holds the pieces
+	// and the whole tensor on the host at once (VGG-16's first
+	// classifier gradient at width 14: twice 75 GiB, more than the
+	// host's memory).
+	var best, strided *splitCandidate
 	for _, ch := range pl.SplitChoices(op) {
+		bestOf := &best
+		if !passes.HostMergeInPlace(pl.G, op, &ch) {
+			bestOf = &strided
+		}
 		for _, p := range splitPNums {
 			if int64(p) > ch.Extent {
 				break
@@ -1085,11 +1095,14 @@ func (pl *planner) bestSplit(i int) *splitCandidate {
 			dt := max(overhead, 0) + xfer
 			sc := &splitCandidate{d: passes.SplitDecision{Op: op, PNum: p, Map: ch, At: i, DeltaM: dm, DeltaT: dt},
 				ratio: (dt + 1e-12) / float64(dm), from: [2]int{from, i}}
-			if best == nil || sc.ratio < best.ratio {
-				best = sc
+			if *bestOf == nil || sc.ratio < (*bestOf).ratio {
+				*bestOf = sc
 			}
 			break
 		}
+	}
+	if best == nil {
+		return strided
 	}
 	return best
 }

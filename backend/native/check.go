@@ -107,6 +107,11 @@ func (c *checker) places() error {
 			if _, runs := streamOf(v.Def); !runs {
 				continue // a view or a merge: written by others
 			}
+			if j := ir.InPlaceHost(v.Def); j >= 0 {
+				if x := p.Values[c.index(v.Def.Input(j))]; x.HostBuffer == pv.HostBuffer && x.HostOffset == pv.HostOffset {
+					continue // written over its input, which it alone reads
+				}
+			}
 		}
 		h := pv.HostBuffer - 1
 		written[h] = append(written[h], region{pv.HostOffset, pv.HostOffset + v.Bytes(), i})

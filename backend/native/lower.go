@@ -161,7 +161,8 @@ func valueRef(ref []int32, v *ir.Value) int32 {
 }
 
 // placeHost gives every host-resident value its place in a host buffer:
-// its own buffer, a part of its input's (a view), or a part of the
+// its own buffer, a part of its input's (a view), its input's bytes (an
+// op that writes over its input, ir.InPlaceHost), or a part of the
 // merged buffer of an in-place merge it is a piece of. A constant that a
 // host op reads gets a buffer too, filled before the streams start.
 func placeHost(p *planpb.Plan, order []*ir.Op, ref []int32) error {
@@ -211,6 +212,15 @@ func placeHost(p *planpb.Plan, order []*ir.Op, ref []int32) error {
 					return fmt.Errorf("native: %s: its input is not in host memory", op.Describe())
 				}
 				out.HostBuffer, out.HostOffset = src.HostBuffer, src.HostOffset+off
+				continue
+			}
+			if j := ir.InPlaceHost(op); j >= 0 {
+				// Written over its input: the input's bytes.
+				src, out := at(op.Input(j)), at(op.Output(0))
+				if src.HostBuffer == 0 {
+					return fmt.Errorf("native: %s: its input is not in host memory", op.Describe())
+				}
+				out.HostBuffer, out.HostOffset = src.HostBuffer, src.HostOffset
 				continue
 			}
 			for _, v := range op.Outputs() {

@@ -75,18 +75,7 @@ func TestBudgetSweepTorch(t *testing.T) {
 			if !s.Points[0][slices.Index(pols, "tsplit")].OK {
 				t.Errorf("tsplit does not fit at 100 %% of the unplanned peak (%d bytes)", s.BasePeak)
 			}
-			for _, ch := range checkSweep(name, s) {
-				made = append(made, ch.key)
-				known := slices.Contains(knownBeaten, ch.key)
-				switch {
-				case ch.failed && !known:
-					t.Errorf("%s: %s", ch.key, ch.detail)
-				case ch.failed:
-					t.Logf("known: %s: %s", ch.key, ch.detail)
-				case known:
-					t.Errorf("%s passes now: remove it from knownBeaten", ch.key)
-				}
-			}
+			made = append(made, reportChecks(t, checkSweep(name, s))...)
 			ts := slices.Index(pols, "tsplit")
 			for i, pct := range s.Percents {
 				line := fmt.Sprintf("%3d%%: tsplit ", pct)

@@ -11,6 +11,12 @@
 //   - CBC, the MILP solver that solves package bound's exact model
 //     (MILPSolver).
 //
+// The oracles are off in a plain `go test ./...` (the default tier runs the
+// same Go-only checks on every machine): OraclesOn turns them on in the
+// integration tier (TSPLIT_INTEGRATION, which make test sets), with
+// TSPLIT_ORACLES=1 or with TSPLIT_REQUIRE_ORACLES, and every helper
+// here skips its test while they are off (Oracles).
+//
 // The tools are installed by `make deps` (scripts/install-deps.sh). When one
 // is missing, the helper that needs it calls t.Skip with a message saying what
 // is missing and how to install it; a failure of a tool that is present fails

@@ -59,7 +59,7 @@ test-go:
 # the runs of the CI-sized benchmark's plans above batch 512, ONNX
 # Runtime on the torch resnet18/densenet121 plans of every policy at
 # 65/80 % where half the peak does not fit, and the native plans of
-# the four largest torch exports: the same
+# the four largest torch exports and the two *_gap VGGs: the same
 # claims make test checks on the other families, cases and plans, at
 # minutes of CPU each.
 test-long: torch-models

@@ -139,19 +139,7 @@ func planAndTrain(t *testing.T, u passes.UpdatePlace, prof *profile.Profile) (*p
 	if err != nil {
 		t.Fatalf("update %s: %v", u, err)
 	}
-	xopts, _, err := executor.PlannedOptions(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cpu.New(budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := executor.New(m, dev, xopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, high := steps(t, m, x, in, 3)
+	out, high := cappedSteps(t, m, budget, in, 3)
 	if high != res.Report.Peak || high > budget {
 		t.Errorf("update %s: measured high-water %d, planned peak %d, budget %d", u, high, res.Report.Peak, budget)
 	}

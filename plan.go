@@ -94,6 +94,11 @@ type BoundInfo struct {
 	// is 0).
 	AddedS float64  `json:"added_s"`
 	Gap    *float64 `json:"gap,omitempty"`
+	// Ratio is the same gap with its edge cases (bound.Result.Gap): 0
+	// when the bound and the plan's added time are both 0, +Inf when
+	// the bound is 0 and the plan adds time. Not in the JSON, which has
+	// no infinity; Gap is nil there in both cases.
+	Ratio float64 `json:"-"`
 	// Order is the order bounded: "plan", or "depth-first" when the plan
 	// split ops and its own order of the step could not be recovered.
 	Order string `json:"order"`
@@ -487,7 +492,7 @@ func lowerBound(step *ir.Model, res *Result, popts *policy.Options) {
 	}
 	b := &BoundInfo{Order: s.Order, OutsideClass: s.OutsideClass || s.Infeasible, Infeasible: s.Infeasible, SolveS: s.Solve.Seconds()}
 	if !s.Infeasible {
-		b.AddedS = s.Added
+		b.AddedS, b.Ratio = s.Added, s.Gap
 		t := s.Step()
 		res.LowerBoundStep = &t
 		if s.Added > 0 {

@@ -23,7 +23,23 @@ type BudgetPoint struct {
 	// Order is the op order the plan was made in (tsplit's search picks
 	// one; "" where planning failed).
 	Order string
+	// Added is the time the plan adds to the unplanned step in its own
+	// order (the plan's Step − BaseStep, what the lower bound bounds),
+	// and Split how many tensors it splits (a plan that splits is
+	// outside the bound's class).
+	Added float64
+	Split int
+	// Bound is the lower bound of package bound for a plan of the
+	// class swap + recompute in the order this plan runs in, and the
+	// plan's gap to it (tsplit.Options.Bound, as `tsplitc plan --bound`
+	// prints it). A sweep computes it for tsplit's plans (nil for the
+	// other policies, and where the plan does not fit).
+	Bound *tsplit.BoundInfo
 }
+
+// BoundPolicy is the policy whose plans a budget sweep bounds: the
+// lower bound at a budget is of the order tsplit's plan runs in.
+const BoundPolicy = "tsplit"
 
 // BudgetSweep is one training step planned by every policy at budgets
 // from 100 % of its unplanned peak down, in equal percent steps, to the
@@ -74,14 +90,22 @@ func BudgetPercents(stepPct int) []int {
 // Errors are for plans that fail for other reasons than the budget (a
 // policy that panics, a step that cannot be planned).
 func SweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profile.Profile, policies []string, percents []int, jobs int) (*BudgetSweep, error) {
-	return sweepBudgets(ctx, step, batch, prof, policies, percents, jobs, nil)
+	return sweepBudgets(ctx, step, batch, prof, policies, percents, jobs, sweepOptions{})
 }
 
-// sweepBudgets is SweepBudgets; keep, when set, is given every plan that
-// fits (budget i, policy j), from the workers, for a caller that runs
-// the plans.
+// sweepOptions are what tests add to a sweep.
+type sweepOptions struct {
+	// keep, when set, is given every plan that fits (budget i, policy
+	// j), from the workers, for a caller that runs the plans.
+	keep func(i, j int, res *tsplit.Result)
+	// boundAll computes the lower bound of every policy's plan (each
+	// in its own order), not only BoundPolicy's.
+	boundAll bool
+}
+
+// sweepBudgets is SweepBudgets with a test's options.
 func sweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profile.Profile, policies []string, percents []int, jobs int,
-	keep func(i, j int, res *tsplit.Result)) (*BudgetSweep, error) {
+	so sweepOptions) (*BudgetSweep, error) {
 	for i, pct := range percents {
 		if pct <= 0 || pct > 100 || i > 0 && pct >= percents[i-1] {
 			return nil, fmt.Errorf("bench: budget percents %v are not decreasing in (0, 100]", percents)
@@ -89,7 +113,8 @@ func sweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profil
 	}
 	jobs = max(jobs, 1)
 	plan := func(budget int64, pol string) (*tsplit.Result, error) {
-		return tsplit.Plan(ctx, step.Clone(), tsplit.Options{Profile: prof, Budget: budget, Policy: pol})
+		bound := so.boundAll || pol == BoundPolicy
+		return tsplit.Plan(ctx, step.Clone(), tsplit.Options{Profile: prof, Budget: budget, Policy: pol, Bound: bound})
 	}
 	// The unplanned step's peak and time: the base policy at a budget
 	// nothing reaches plans nothing.
@@ -112,8 +137,8 @@ func sweepBudgets(ctx context.Context, step *ir.Model, batch int64, prof *profil
 				defer func() { <-sem }()
 				res, err := plan(budget, pol)
 				row[j], errs[j] = point(res, err)
-				if keep != nil && errs[j] == nil && row[j].OK {
-					keep(i, j, res)
+				if so.keep != nil && errs[j] == nil && row[j].OK {
+					so.keep(i, j, res)
 				}
 				if errs[j] != nil {
 					errs[j] = fmt.Errorf("bench: %s at batch %d, budget %d%% (%d bytes): %w", pol, batch, pct, budget, errs[j])
@@ -148,5 +173,5 @@ func point(res *tsplit.Result, err error) (BudgetPoint, error) {
 	if err != nil {
 		return BudgetPoint{Err: err.Error()}, nil
 	}
-	return BudgetPoint{OK: true, Step: res.Step, Peak: res.Peak, Order: res.Order}, nil
+	return BudgetPoint{OK: true, Step: res.Step, Peak: res.Peak, Order: res.Order, Added: res.Step - res.BaseStep, Split: res.Split, Bound: res.Bound}, nil
 }

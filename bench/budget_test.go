@@ -137,6 +137,7 @@ func runBudgetSweeps(t *testing.T, cases []budgetSweepCase) []string {
 	}
 	pols := OrderPolicies(policy.Names())
 	var made []string
+	all := 0 // plans of the class checked against the bound
 	for _, c := range cases {
 		m, err := tsplit.Load(ctx, "../testdata/onnx/"+c.family+".onnx", tsplit.Options{Batch: sweepBatch})
 		if err != nil {
@@ -149,7 +150,7 @@ func runBudgetSweeps(t *testing.T, cases []budgetSweepCase) []string {
 		if percents == nil {
 			percents = BudgetPercents(5)
 		}
-		s, err := SweepBudgets(ctx, m, sweepBatch, prof, pols, percents, 2)
+		s, err := sweepBudgets(ctx, m, sweepBatch, prof, pols, percents, 2, sweepOptions{boundAll: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,8 +158,64 @@ func runBudgetSweeps(t *testing.T, cases []budgetSweepCase) []string {
 			t.Errorf("%s: tsplit does not fit at 100 %% of the unplanned peak (%d bytes)", c.family, s.BasePeak)
 		}
 		made = append(made, reportChecks(t, checkSweep(c.family, s))...)
+		bad, checked, column := checkBounds(c.family, s)
+		for _, v := range bad {
+			t.Error(v)
+		}
+		t.Logf("%s: the bound checked against %d plans of the class, the bound column against %d of them (tsplit's order); median gap %s",
+			c.family, checked, column, fmtGap(SummarizeGaps(s).Median))
+		all += checked
+	}
+	if all == 0 {
+		t.Error("no plan of the class to check the bound against")
 	}
 	return made
+}
+
+// checkBounds is the lower bound's soundness on a sweep planned with
+// every policy's bound (sweepOptions.boundAll). At every budget, every
+// plan of the class (it splits nothing) adds at least the bound of the
+// order it runs in, and at least the sweep's lower bound column where it
+// runs tsplit's order. Any violation is a bug of package bound (or of
+// the planner's accounting), never a tolerance: it returns them, with
+// how many plans were checked and how many of those against the column.
+func checkBounds(family string, s *BudgetSweep) (bad []string, checked, column int) {
+	ts := slices.Index(s.Policies, BoundPolicy)
+	for i, pct := range s.Percents {
+		col := s.Bound(i)
+		for j, pol := range s.Policies {
+			p := s.Points[i][j]
+			if !p.OK || p.Split > 0 {
+				continue // no plan, or outside the class: nothing bounds it
+			}
+			where := fmt.Sprintf("%s %d%% %s (%s order, adds %.6g ms)", family, pct, pol, p.Order, 1e3*p.Added)
+			b := p.Bound
+			switch {
+			case b == nil:
+				bad = append(bad, where+": no bound computed")
+			case b.Error != "":
+				bad = append(bad, where+": the bound failed: "+b.Error)
+			case b.Infeasible:
+				bad = append(bad, where+": the bound says no plan of the class fits, and this one does")
+			case b.Order != "plan":
+				bad = append(bad, where+": a plan without splits whose order could not be recovered")
+			case b.OutsideClass:
+				bad = append(bad, fmt.Sprintf("%s: below the bound of its own order, %.6g ms", where, 1e3*b.AddedS))
+			default:
+				checked++
+			}
+			if col == nil || col.Error != "" || col.Infeasible || col.Order != "plan" || p.Order != s.Points[i][ts].Order {
+				continue
+			}
+			column++
+			// stepTol of the step: a plan that adds nothing adds ±1e-15
+			// of it (float64 rounding), as bound.ForPlan allows.
+			if p.Added < col.AddedS-stepTol*max(col.AddedS, s.BaseStep) {
+				bad = append(bad, fmt.Sprintf("%s: below the lower bound column (tsplit's order), %.6g ms", where, 1e3*col.AddedS))
+			}
+		}
+	}
+	return bad, checked, column
 }
 
 // TestBudgetSweepSmall is the default tier's part of the budget sweeps:
@@ -227,8 +284,9 @@ func TestWriteBudgetSweeps(t *testing.T) {
 	s := &BudgetSweep{Batch: 8, BasePeak: 1 << 20, BaseStep: 0.01, Policies: []string{"checkpoint", "tsplit"},
 		Percents: []int{100, 95, 90}, Budgets: []int64{1 << 20, 996147, 943718},
 		Points: [][]BudgetPoint{
-			{{OK: true, Step: 0.01, Peak: 1 << 20}, {OK: true, Step: 0.01, Peak: 1 << 20}},
-			{{OK: true, Step: 0.0125, Peak: 990000}, {OK: true, Step: 0.0101, Peak: 990000}},
+			{{OK: true, Step: 0.01, Peak: 1 << 20}, {OK: true, Step: 0.01, Peak: 1 << 20, Bound: &tsplit.BoundInfo{Order: "plan"}}},
+			{{OK: true, Step: 0.0125, Peak: 990000}, {OK: true, Step: 0.0101, Peak: 990000, Added: 0.0001,
+				Bound: &tsplit.BoundInfo{Order: "plan", AddedS: 0.00005, Ratio: 1}}},
 			{{Err: "too small"}, {Err: "too small"}},
 		}}
 	r := &BudgetResults{Config: Config{Small: true, Device: "titan-rtx", Optimizer: "sgd", Command: "tsplitc bench --budget-sweep --small"},
@@ -242,12 +300,18 @@ func TestWriteBudgetSweeps(t *testing.T) {
 		t.Fatalf("wrote %v, want the table, the CSV and two plots", files)
 	}
 	md := budgetMD(r)
-	for _, want := range []string{"tsplitc bench --budget-sweep --small", "| 1.00 MiB | 100 | 0.00 | 0.00 |", "| 95 | 25.00 | 1.00 |", "| 90 | — | — |"} {
+	for _, want := range []string{"tsplitc bench --budget-sweep --small", "| 1.00 MiB | 100 | 0.00 | 0.00 | 0.00 | 0.0 % |",
+		"| 95 | 25.00 | 1.00 | 0.50 | 100.0 % |", "| 90 | — | — | — | — |",
+		"tsplit fits 2 of 3 budgets: 1 with bound 0 and a plan that adds nothing (0/0), 1 with a positive bound. Median gap 50.0 % over 2 budgets; 100.0 % over the 1 with a positive bound."} {
 		if !strings.Contains(md, want) {
 			t.Errorf("table lacks %q:\n%s", want, md)
 		}
 	}
-	if rows := budgetCSV(r); len(rows) != 1+3*2 || rows[3][9] != "25.0000" || rows[5][7] != "false" {
+	// Per budget: checkpoint, tsplit, the lower bound.
+	rows := budgetCSV(r)
+	if len(rows) != 1+3*3 || rows[4][9] != "25.0000" || rows[5][12] != "1" || rows[5][13] != "false" ||
+		rows[6][6] != BoundRow || rows[6][7] != "true" || rows[6][9] != "0.5000" || rows[6][11] != "plan" ||
+		rows[7][7] != "false" || rows[9][6] != BoundRow || rows[9][7] != "false" {
 		t.Errorf("CSV rows:\n%v", rows)
 	}
 }

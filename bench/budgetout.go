@@ -2,8 +2,10 @@ package bench
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,49 +74,89 @@ func budgetMD(r *BudgetResults) string {
 		"policy at budgets from 100 %% of the unplanned step's peak (as built, every tensor resident) down in %d %% steps "+
 		"to the first budget no policy fits, all on the same whole-batch step (modnn without sub-batching). A cell is the "+
 		"predicted step time's overhead over the unplanned step, in percent, from the planner's simulator; — means the "+
-		"policy does not fit that budget. The plots (%s_MODEL.png, .svg) draw the same plans as step time over the unplanned step on a log scale.\n\n",
+		"policy does not fit that budget. The plots (%s_MODEL.png, .svg) draw the same plans as step time over the unplanned step on a "+
+		"log scale, and the lower bound as a dashed black line.\n\n",
 		r.Profile.Name, units.Bytes(r.Profile.Budget()), c.Optimizer, BudgetStepPct, r.fileBase())
 	if c.Small {
 		w("The CI-sized variant: the %s profile with every memory size divided by %d, and the zoo's small configurations.\n\n", c.Device, SmallScale)
 	}
+	w("%s", boundDefinitions())
+	w("**All models:** %s Per model: ", gapSummaryText(SummarizeGaps(r.Sweeps...)))
+	for i, m := range r.Models {
+		g := SummarizeGaps(r.Sweeps[i])
+		sep := "; "
+		if i == len(r.Models)-1 {
+			sep = ".\n\n"
+		}
+		w("%s %s (%d budgets)%s", m.Display, fmtGap(g.Median), len(g.gaps), sep)
+	}
 	for i, m := range r.Models {
 		s := r.Sweeps[i]
 		w("## %s\n\nBatch %d; unplanned peak %s, unplanned step %s ms.\n\n", m.Display, s.Batch, units.Bytes(s.BasePeak), fmtFloat(1e3*s.BaseStep, 3))
-		header := append([]string{"Budget", "% of peak"}, s.Policies...)
+		header := append(append([]string{"Budget", "% of peak"}, s.Policies...), "lower bound", BoundPolicy+"'s gap")
 		var rows [][]string
 		for bi, pct := range s.Percents {
 			row := []string{units.Bytes(s.Budgets[bi]), strconv.Itoa(pct)}
 			for j := range s.Policies {
 				row = append(row, fmtOverhead(s, bi, j))
 			}
+			row = append(row, fmtBoundCell(s, bi), fmtGapCell(s, bi))
 			rows = append(rows, row)
 		}
 		w("%s\n", mdTable(header, rows))
+		w("Lower bound: %s\n\n", gapSummaryText(SummarizeGaps(s)))
 	}
 	return b.String()
 }
 
+// BoundRow is the policy column of the budget sweep CSV's lower bound
+// rows.
+const BoundRow = "lower bound"
+
+// budgetCSV is one row per model, budget and policy, and per budget a
+// BoundRow row: fits says a bound of the class was computed and some
+// plan of the class may fit, step_s is the unplanned step plus the
+// bound, overhead_pct the bound over the unplanned step, order the
+// order bounded ("plan": tsplit's plan's). gap (tsplit's rows: "inf"
+// for ∞) and outside_class are tsplit's plan against the bound.
 func budgetCSV(r *BudgetResults) [][]string {
-	out := [][]string{{"model", "batch", "base_peak_bytes", "base_step_s", "budget_pct", "budget_bytes", "policy", "fits", "step_s", "overhead_pct", "peak_bytes", "order"}}
+	out := [][]string{{"model", "batch", "base_peak_bytes", "base_step_s", "budget_pct", "budget_bytes", "policy", "fits", "step_s", "overhead_pct", "peak_bytes", "order", "gap", "outside_class"}}
 	for i, m := range r.Models {
 		s := r.Sweeps[i]
 		for bi, pct := range s.Percents {
+			lead := []string{m.Name, strconv.FormatInt(s.Batch, 10), strconv.FormatInt(s.BasePeak, 10), strconv.FormatFloat(s.BaseStep, 'g', -1, 64),
+				strconv.Itoa(pct), strconv.FormatInt(s.Budgets[bi], 10)}
 			for j, pol := range s.Policies {
 				p := s.Points[bi][j]
-				row := []string{m.Name, strconv.FormatInt(s.Batch, 10), strconv.FormatInt(s.BasePeak, 10), strconv.FormatFloat(s.BaseStep, 'g', -1, 64),
-					strconv.Itoa(pct), strconv.FormatInt(s.Budgets[bi], 10), pol, strconv.FormatBool(p.OK), "", "", "", p.Order}
+				row := append(slices.Clone(lead), pol, strconv.FormatBool(p.OK), "", "", "", p.Order, "", "")
 				if o, ok := s.Overhead(bi, j); ok {
 					row[8], row[9], row[10] = strconv.FormatFloat(p.Step, 'g', -1, 64), fmtFloat(o, 4), strconv.FormatInt(p.Peak, 10)
 				}
+				if pol == BoundPolicy {
+					switch g, kind := s.Gap(bi); kind {
+					case GapOutside:
+						row[13] = "true"
+					case GapZero, GapInf, GapFinite:
+						row[12], row[13] = strconv.FormatFloat(g, 'g', -1, 64), "false"
+					}
+				}
 				out = append(out, row)
 			}
+			row := append(slices.Clone(lead), BoundRow, "false", "", "", "", "", "", "")
+			if b := s.Bound(bi); b != nil && b.Error == "" && !b.Infeasible {
+				row[7], row[8], row[11] = "true", strconv.FormatFloat(s.BaseStep+b.AddedS, 'g', -1, 64), b.Order
+				if s.BaseStep > 0 {
+					row[9] = fmtFloat(100*b.AddedS/s.BaseStep, 4)
+				}
+			}
+			out = append(out, row)
 		}
 	}
 	return out
 }
 
 // BudgetSummary prints, per model, the smallest budget each policy fits
-// and its overhead there.
+// and its overhead there, and tsplit's gaps to the lower bound.
 func BudgetSummary(w io.Writer, r *BudgetResults) {
 	for i, m := range r.Models {
 		s := r.Sweeps[i]
@@ -132,8 +174,9 @@ func BudgetSummary(w io.Writer, r *BudgetResults) {
 			}
 			fmt.Fprintf(w, " %s %d%% (%s %%);", pol, s.Percents[least], fmtOverhead(s, least, j))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "\n  lower bound: %s\n", gapSummaryText(SummarizeGaps(s)))
 	}
+	fmt.Fprintf(w, "all models, lower bound: %s\n", gapSummaryText(SummarizeGaps(r.Sweeps...)))
 }
 
 // plotBudgetSweep draws model i's predicted step time over the budget,
@@ -203,6 +246,37 @@ func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 		} else {
 			legend.Add(pol+" (never fits)", plotter.NewFunction(func(float64) float64 { return math.NaN() }))
 		}
+	}
+	// The lower bound, dashed, over the budgets where it was computed.
+	var segs []plotter.XYs
+	var pts plotter.XYs
+	for bi, pct := range s.Percents {
+		b := s.Bound(bi)
+		if b == nil || b.Error != "" || b.Infeasible || s.BaseStep <= 0 {
+			if len(pts) > 0 {
+				segs, pts = append(segs, pts), nil
+			}
+			continue
+		}
+		y := 1 + b.AddedS/s.BaseStep
+		ylo, yhi = min(ylo, y), max(yhi, y)
+		pts = append(pts, plotter.XY{X: float64(100 - pct), Y: y})
+	}
+	if len(pts) > 0 {
+		segs = append(segs, pts)
+	}
+	var boundLine *plotter.Line
+	for _, seg := range segs {
+		l, err := plotter.NewLine(seg)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width, l.Dashes = color.Black, vg.Points(1.6), []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		boundLine = l
+	}
+	if boundLine != nil {
+		legend.Add("lower bound (swap + recompute, tsplit's order)", boundLine)
 	}
 	p.Y.Min, p.Y.Max = ylo/1.01, yhi*1.05
 

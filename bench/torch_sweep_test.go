@@ -67,7 +67,7 @@ func TestBudgetSweepTorch(t *testing.T) {
 				plans[i] = make([]*tsplit.Result, len(pols))
 			}
 			s, err := sweepBudgets(ctx, step, torchSweepBatch, prof, pols, torchSweepPercents, 2,
-				func(i, j int, res *tsplit.Result) { plans[i][j] = res })
+				sweepOptions{keep: func(i, j int, res *tsplit.Result) { plans[i][j] = res }})
 			if err != nil {
 				t.Fatal(err)
 			}

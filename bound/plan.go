@@ -2,6 +2,7 @@ package bound
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -52,6 +53,14 @@ func ForPlan(step, planned *ir.Model, prof *profile.Profile, budget int64, planA
 	if s.Result, err = Lower(step.Graph, mem, tl, prof, budget); err != nil {
 		return nil, err
 	}
+	// A plan that adds nothing has Step − BaseStep of float64 rounding
+	// (two sums of the same op costs, about 1e-15 of the step), either
+	// sign: without this it could be "below" a zero bound (outside the
+	// class) or infinitely far above it.
+	if math.Abs(planAdded) <= 1e-9*s.BaseStep {
+		planAdded = 0
+	}
+	s.PlanAdded = planAdded
 	s.Gap = s.Result.Gap(planAdded)
 	s.OutsideClass = planAdded < s.Added*(1-1e-9)
 	return s, nil

@@ -97,8 +97,9 @@ benchmarks: build
 
 # Predicted overhead vs memory budget, every policy, each model at Table
 # IV's base batch (issue 11's Pareto picture): budget_sweep* in
-# docs/benchmarks. budget-sweep-small is the CI-sized variant (about 3½
-# minutes on 2 cores), budget-sweep the full-size one.
+# docs/benchmarks, with the lower bound of tsplit's order. budget-sweep-small
+# is the CI-sized variant (about 1½ minutes on 2 cores), budget-sweep the
+# full-size one.
 .PHONY: budget-sweep budget-sweep-small
 budget-sweep: build
 	./bin/tsplitc bench --budget-sweep -j 2 -o docs/benchmarks

@@ -276,7 +276,7 @@ func plotBudgetSweep(dir, name string, r *BudgetResults, i int) error {
 		boundLine = l
 	}
 	if boundLine != nil {
-		legend.Add("lower bound (swap + recompute, tsplit's order)", boundLine)
+		legend.Add("lower bound", boundLine)
 	}
 	p.Y.Min, p.Y.Max = ylo/1.01, yhi*1.05
 

@@ -55,6 +55,14 @@ func readme(r *Results) string {
 			"different step for models with BatchNormalization and has a table of its own: [%s](#modnn-with-sub-batching).\n\n",
 			SubBatchedName)
 	}
+	sweep := BudgetSweepFile
+	if c.Small {
+		sweep += "_small"
+	}
+	w("The budget sweeps ([%s.md](%s.md), from `tsplitc bench --budget-sweep`, `make budget-sweep`; not remade by this "+
+		"command) give every policy's predicted overhead against the budget at Table IV's base batch, with a **lower bound** "+
+		"column: package bound's certified bound on the time any swap + recompute plan in the order of tsplit's plan adds "+
+		"(docs/planner.md §9), and tsplit's gap (ΔT − LB) / LB to it, summarized per model.\n\n", sweep, sweep)
 
 	w("## Largest sample scale — Table IV\n\n%s\n", scaleTable(r, r.SampleScale, true))
 	w("### tsplit over base, next to the paper\n\n%s\n", paperTable(r, r.SampleScale, true))

@@ -335,11 +335,17 @@ func Run(cfg Config) (*Results, error) {
 					return nil
 				}
 				for t, x := range cfg.Thresholds {
-					// A batch that qualifies fits, so the search stays below
-					// the batch search's maximum.
+					// Every policy's search probes the same batches (the same
+					// limit as the batch search, not this policy's maximum):
+					// the step time is not monotone in the batch (a plan is a
+					// greedy choice per batch), so a bisection's answer
+					// depends on where it probes. With one probe sequence, a
+					// policy whose plan qualifies at every batch another's
+					// does gets at least the other's answer, and the probes
+					// up to the first failure are the batch search's own.
 					u := Search{Stop: s.Stop}
 					if s.Max > 0 {
-						u, err = maxPassing(s.Max, func(b int64) (*Probe, bool, error) {
+						u, err = maxPassing(cfg.MaxBatch, func(b int64) (*Probe, bool, error) {
 							p, err := pr.probe(m, b, 1, pol)
 							return p, err == nil && p.OK && meets(p, x), err
 						})

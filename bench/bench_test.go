@@ -159,7 +159,8 @@ func smallRun(t *testing.T) *Results {
 
 // The CI-sized benchmark writes every table, plot and the README, and
 // tsplit reaches at least every other policy's maximum batch and
-// parameter scale on every model.
+// parameter scale on every model, and its largest batch at each
+// throughput threshold (Fig. 14a).
 func TestSmallBenchmark(t *testing.T) {
 	t.Parallel() // bench is the longest package of make test: its big tests share both cores
 	r := smallRun(t)
@@ -220,6 +221,9 @@ func TestSmallBenchmark(t *testing.T) {
 		if r.SampleScale[i][ts].Max < 1 || r.ParamScale[i][ts].Max < 1 {
 			t.Errorf("%s: tsplit plans nothing (batch %d, k %d)", m.Name, r.SampleScale[i][ts].Max, r.ParamScale[i][ts].Max)
 		}
+	}
+	for _, v := range r.ThresholdViolations() {
+		t.Errorf("%s, %s: %s reaches batch %d, tsplit only %d", v.Table, v.Model, v.Policy, v.Value, v.Tsplit)
 	}
 	if len(r.Diagnoses) != len(r.Violations()) {
 		t.Errorf("%d violations, %d diagnosed", len(r.Violations()), len(r.Diagnoses))

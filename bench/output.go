@@ -536,7 +536,7 @@ const (
 
 // Violation is a model on which some policy reaches more than tsplit.
 type Violation struct {
-	Table         string // SampleScaleTable or ParamScaleTable
+	Table         string // SampleScaleTable, ParamScaleTable or Fig. 14a's threshold
 	Model, Policy string
 	Value, Tsplit int64 // the policy's maximum and tsplit's
 }
@@ -556,6 +556,29 @@ func (r *Results) Violations() []Violation {
 			for j, p := range r.Policies {
 				if t.t[i][j].Max > t.t[i][ts].Max {
 					out = append(out, Violation{t.name, m.Name, p, t.t[i][j].Max, t.t[i][ts].Max})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ThresholdViolations lists where another policy's largest batch at no
+// less than x% of the unconstrained throughput (Fig. 14a) exceeds
+// tsplit's. Table is "Fig. 14a ≥x%". Not diagnosed like Violations:
+// the threshold searches probe the same batches for every policy, so a
+// break here is a batch at which another policy's plan is faster.
+func (r *Results) ThresholdViolations() []Violation {
+	ts := slices.Index(r.Config.ThresholdPolicies, "tsplit")
+	if ts < 0 {
+		return nil
+	}
+	var out []Violation
+	for t, x := range r.Config.Thresholds {
+		for i, m := range r.Models {
+			for j, p := range r.Config.ThresholdPolicies {
+				if v := r.UnderX[t][i][j].Max; v > r.UnderX[t][i][ts].Max {
+					out = append(out, Violation{fmt.Sprintf("Fig. 14a ≥%d%%", x), m.Name, p, v, r.UnderX[t][i][ts].Max})
 				}
 			}
 		}

@@ -327,11 +327,79 @@ func AnalyzeFT(m *ir.Model) *FTResult { return (*FTCache)(nil).analyze(m) }
 type FTCache struct {
 	mu  sync.Mutex
 	ops map[*ir.Op]ftEntry
+	// shared is what the forks of one root state have mapped (Fork): a
+	// search plans many copies of one graph, and each copy's first round
+	// used to map every op again (tsplit's search on BERT-large: a
+	// quarter of its planning).
+	shared *ftShared
 }
 
 type ftEntry struct {
 	values []*ir.Value // the op's inputs, then its outputs, when mapped
 	maps   []DimMap
+}
+
+// ftShared keeps op maps across copies of a graph, by op ID: ir.Graph
+// clones keep the IDs of ops and values. An entry holds for an op of
+// another copy only where that op has the same name and type and reads
+// and writes values of the same IDs, types and shapes — what the maps
+// are a function of (the ops a copy inserts get IDs past those of the
+// graph it was cloned from, and are compared the same way).
+type ftShared struct {
+	mu  sync.Mutex
+	ops map[ir.OpID]ftSharedEntry
+}
+
+type ftSharedEntry struct {
+	name, typ, domain string
+	values            []ftValueKey
+	maps              []DimMap
+}
+
+type ftValueKey struct {
+	id    ir.ValueID
+	dtype ir.DType
+	shape ir.Shape
+}
+
+func ftKeys(op *ir.Op) []ftValueKey {
+	var out []ftValueKey
+	for _, list := range [][]*ir.Value{op.Inputs(), op.Outputs()} {
+		for _, v := range list {
+			if v == nil {
+				out = append(out, ftValueKey{id: -1})
+				continue
+			}
+			out = append(out, ftValueKey{id: v.ID, dtype: v.DType, shape: v.Shape})
+		}
+	}
+	return out
+}
+
+// get returns a copy of op's maps where another copy of the graph
+// mapped the same op (the copy's own: analyze sets their Kinds).
+func (sh *ftShared) get(op *ir.Op, keys []ftValueKey) ([]DimMap, bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.ops[op.ID]
+	if !ok || e.name != op.Name || e.typ != op.Type || e.domain != op.Domain || len(e.values) != len(keys) {
+		return nil, false
+	}
+	for i, k := range keys {
+		if e.values[i].id != k.id || e.values[i].dtype != k.dtype || !e.values[i].shape.Equal(k.shape) {
+			return nil, false
+		}
+	}
+	return slices.Clone(e.maps), true
+}
+
+func (sh *ftShared) put(op *ir.Op, keys []ftValueKey, maps []DimMap) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.ops == nil {
+		sh.ops = map[ir.OpID]ftSharedEntry{}
+	}
+	sh.ops[op.ID] = ftSharedEntry{name: op.Name, typ: op.Type, domain: op.Domain, values: keys, maps: slices.Clone(maps)}
 }
 
 // maps returns op's valid split maps (ftMaps, ftValid), from the cache
@@ -350,7 +418,17 @@ func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 		slices.Equal(e.values[:len(ins)], ins) && slices.Equal(e.values[len(ins):], outs) {
 		return e.maps
 	}
-	e := ftEntry{values: append(slices.Clone(ins), outs...), maps: ftValid(op, ftMaps(op, opset))}
+	e := ftEntry{values: append(slices.Clone(ins), outs...)}
+	if c.shared != nil {
+		keys := ftKeys(op)
+		var ok bool
+		if e.maps, ok = c.shared.get(op, keys); !ok {
+			e.maps = ftValid(op, ftMaps(op, opset))
+			c.shared.put(op, keys, e.maps)
+		}
+	} else {
+		e.maps = ftValid(op, ftMaps(op, opset))
+	}
 	if c.ops == nil {
 		c.ops = map[*ir.Op]ftEntry{}
 	}

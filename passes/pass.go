@@ -98,6 +98,12 @@ func (s *State) Fork(m *ir.Model, opts *Options, name string) *State {
 	f.Check, f.DumpAfter, f.DumpTo, f.OnPass = s.Check, s.DumpAfter, s.DumpTo, s.OnPass
 	f.scope = s.scope + name + "/"
 	f.parent, f.mu, f.NoBound = s, s.mu, s.NoBound
+	s.mu.Lock()
+	if s.ft.shared == nil {
+		s.ft.shared = &ftShared{}
+	}
+	f.ft.shared = s.ft.shared
+	s.mu.Unlock()
 	f.asBuilt, f.order = s.asBuilt, s.order
 	return f
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
@@ -167,8 +166,18 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 // or a tensor evicted in this round that cannot be recomputed.
 func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 	var ch recomputeChain
+	ok := pl.buildChain(&ch, v, q)
+	return ch, ok
+}
+
+// buildChain is recomputeChain into ch, whose slices it reuses: the
+// candidates of every bottleneck build a chain per live tensor, and
+// allocating four slices for each was most of the planner's garbage
+// (BERT-large's planning).
+func (pl *planner) buildChain(ch *recomputeChain, v *ir.Value, q int) bool {
+	*ch = recomputeChain{ops: ch.ops[:0], members: ch.members[:0], reads: ch.reads[:0], extend: ch.extend[:0]}
 	if !chainClonable(v) {
-		return ch, false
+		return false
 	}
 	ch.ops = append(ch.ops, v.Def)
 	for k := 0; k < len(ch.ops); k++ {
@@ -179,7 +188,7 @@ func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 			r, src := pl.chainSourceOf(w, q)
 			switch src {
 			case srcNone:
-				return ch, false
+				return false
 			case srcKept, srcExtend:
 				if !slices.Contains(ch.reads, r) {
 					ch.reads = append(ch.reads, r)
@@ -190,7 +199,7 @@ func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 			case srcMember:
 				if !slices.Contains(ch.ops, w.Def) {
 					if len(ch.ops) == maxChainOps {
-						return ch, false
+						return false
 					}
 					ch.ops = append(ch.ops, w.Def)
 				}
@@ -198,13 +207,14 @@ func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 			}
 		}
 	}
-	sort.Slice(ch.ops, func(a, b int) bool { return pl.pos[ch.ops[a].ID] < pl.pos[ch.ops[b].ID] })
-	sort.Slice(ch.members, func(a, b int) bool {
-		ma, mb := ch.members[a], ch.members[b]
-		if pa, pb := pl.pos[ma.Def.ID], pl.pos[mb.Def.ID]; pa != pb {
-			return pa < pb
+	// Positions are distinct, and (position, output index) too: no
+	// ties, so the unstable sorts are deterministic.
+	slices.SortFunc(ch.ops, func(a, b *ir.Op) int { return pl.pos[a.ID] - pl.pos[b.ID] })
+	slices.SortFunc(ch.members, func(a, b *ir.Value) int {
+		if pa, pb := pl.pos[a.Def.ID], pl.pos[b.Def.ID]; pa != pb {
+			return pa - pb
 		}
-		return ma.DefIndex < mb.DefIndex
+		return a.DefIndex - b.DefIndex
 	})
 	for _, op := range ch.ops {
 		ch.time += pl.opTime[pl.pos[op.ID]]
@@ -220,10 +230,10 @@ func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 			k := pl.Mem.Intervals[pl.Mem.ByValue[w.ID]].Kind
 			return k == memory.Weight || k == memory.Input
 		})
-		return ch, true
+		return true
 	}
-	ch.extra = pl.chainTransient(&ch, v)
-	return ch, true
+	ch.extra = pl.chainTransient(ch, v)
+	return true
 }
 
 // valueBytes is v's aligned device size in the planner's memory model.

@@ -554,6 +554,8 @@ type planner struct {
 	uses    [][]int // use positions of each value, sorted
 	saved   []int64 // ΔM(S)_i: bytes the decisions free at each position
 	decided []bool  // by ValueID
+	// chain is recomputeCandidate's scratch chain (buildChain).
+	chain recomputeChain
 	// byStart, active, next and activeAt keep the active set of liveAt.
 	byStart  []int
 	active   []int
@@ -1026,11 +1028,11 @@ func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 // The chain's transient memory (its intermediates, other outputs and
 // workspace) must fit at q with what is planned to be live there.
 func (pl *planner) recomputeCandidate(v *ir.Value, size int64, a, q, i int) (candidate, bool) {
-	ch, ok := pl.recomputeChain(v, q)
-	if !ok {
+	ch := &pl.chain
+	if !pl.buildChain(ch, v, q) {
 		return candidate{}, false
 	}
-	dm, ok := pl.chainSaving(&ch, size, a, q, i)
+	dm, ok := pl.chainSaving(ch, size, a, q, i)
 	if !ok {
 		return candidate{}, false
 	}

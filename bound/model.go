@@ -50,9 +50,15 @@ type gap struct {
 	// the least compute it costs and the bytes it moves to the device
 	// (none when v cannot be recomputed). See chainVariants.
 	recompute []variant
-	// first marks the first gap of v over an over-budget position: one
-	// swap-out may serve several gaps of a value, so only this gap's
-	// swap-out is charged to the device-to-host link.
+	// first marks the one gap of v charged with what its gaps may
+	// share: one swap-out may serve several gaps of a value, so only
+	// this gap's swap is charged its swap-out on the device-to-host
+	// link, and only this gap's clone is charged a dead input
+	// (chainVariants). Any one gap would do (doc.go); it is the gap whose
+	// over-budget positions are the most over the budget, the one a
+	// plan is likeliest to evict v in. (It was the first such gap: a
+	// value read twice in the forward pass then had its long backward
+	// gap's swap-out free.)
 	first bool
 }
 
@@ -109,6 +115,15 @@ func build(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profile.Pr
 			before[i+1]++
 		}
 	}
+	// mass[i] is the sum of the deficits over the over-budget
+	// positions before i: how much a gap's positions are over.
+	mass := make([]float64, n+1)
+	for i := 0; i < n; i++ {
+		mass[i+1] = mass[i]
+		if m.deficit[i] > 0 && m.dur[i] > 0 {
+			mass[i+1] += float64(m.deficit[i])
+		}
+	}
 	overIn := func(a, b int) bool { // any over-budget position in (a, b)?
 		lo, hi := a+1, min(b, n) // positions lo..hi-1
 		return lo < hi && before[hi] > before[lo]
@@ -127,19 +142,29 @@ func build(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profile.Pr
 			req = append(req, p)
 		}
 		sort.Ints(req)
-		first := true
+		// The gaps of v that hold an over-budget position; the one whose
+		// positions are the most over the budget (the earliest on a tie)
+		// is charged what v's gaps share (see gap.first).
+		var gs []gap
+		mostAt, most := 0, -1.0
 		for k := 0; k+1 < len(req); k++ {
 			a, b := req[k], req[k+1]
 			if b-a < 2 || a < iv.Start || b > iv.End || !overIn(a, b) {
 				continue
 			}
-			gp := gap{v: v, bytes: iv.Bytes, xfer: v.Bytes(), def: iv.Start, from: a, to: b, first: first}
-			if passes.Clonable(v) {
-				gp.recompute = m.chainVariants(v, a, first, mem, pos)
+			if w := mass[min(b, n)] - mass[a+1]; w > most {
+				mostAt, most = len(gs), w
 			}
-			m.gaps = append(m.gaps, gp)
-			first = false
+			gs = append(gs, gap{v: v, bytes: iv.Bytes, xfer: v.Bytes(), def: iv.Start, from: a, to: b})
 		}
+		for k := range gs {
+			gp := &gs[k]
+			gp.first = k == mostAt
+			if passes.Clonable(v) {
+				gp.recompute = m.chainVariants(v, gp.from, gp.first, mem, pos)
+			}
+		}
+		m.gaps = append(m.gaps, gs...)
 	}
 	return m, nil
 }

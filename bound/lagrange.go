@@ -10,7 +10,8 @@ import (
 // every gap on its own (the MILP's columns, over the same rows) has a
 // Lagrangian dual that is cheap to evaluate exactly: with multipliers
 // λ ≥ 0 for the memory rows, ν ≥ 0 for the clones row and μ ≥ 0 for the
-// link rows, ν + Σμ ≤ 1 (else the added-time column makes it −∞),
+// link rows, and for every segment ν + Σ_{l spans it} μ_l ≤ 1 (else that
+// segment's added-time column makes it −∞),
 //
 //	L = Σ_r λ_r·deficit_r − Σ_l μ_l·window_l + Σ_gaps min(0, min_options rc)
 //	rc = ν·cost − save·Σ_{r freed} λ_r + Σ_{l holding it} μ_l·transfer_l
@@ -123,56 +124,59 @@ func (g *lagrangian) fromDuals(p *problem, y []float64) *mult {
 	return u
 }
 
-// project puts u back in the domain: λ ≥ 0, ν, μ ≥ 0 with ν + Σμ ≤ 1,
-// μ = 0 where there is no window.
+// project puts u back in the domain: λ, ν, μ ≥ 0, μ = 0 where there
+// is no window, and for every segment of the order ν plus the μ of the
+// windows that span it at most 1 (else that segment's added-time column
+// makes L −∞). Over the limit, ν and every μ are scaled down together.
 func (g *lagrangian) project(u *mult) {
 	for r := range u.lam {
 		u.lam[r] = math.Max(0, u.lam[r])
 	}
-	var vals []*float64
-	vals = append(vals, &u.nu)
+	f := g.f
+	u.nu = math.Max(0, u.nu)
+	load := make([]float64, len(f.segs))
+	for j := range load {
+		load[j] = u.nu
+	}
+	spread := func(m *float64, rhs float64, l linkRow) {
+		if math.IsNaN(rhs) {
+			*m = 0
+		}
+		*m = math.Max(0, *m)
+		if *m == 0 {
+			return
+		}
+		for _, j := range f.segments(f.slots(l)) {
+			load[j] += *m
+		}
+	}
 	for s := range u.mD {
 		for d := range u.mD[s] {
-			if math.IsNaN(g.rhsD[s][d]) {
-				u.mD[s][d] = 0
-				continue
-			}
-			vals = append(vals, &u.mD[s][d])
+			spread(&u.mD[s][d], g.rhsD[s][d], linkRow{toHost: true, a: g.starts[s], c: d})
 		}
 	}
 	for a := range u.mH {
 		for e := range u.mH[a] {
-			if math.IsNaN(g.rhsH[a][e]) {
-				u.mH[a][e] = 0
-				continue
-			}
-			vals = append(vals, &u.mH[a][e])
+			spread(&u.mH[a][e], g.rhsH[a][e], linkRow{a: a, c: g.ends[e]})
 		}
 	}
-	sum := 0.0
-	for _, v := range vals {
-		*v = math.Max(0, *v)
-		sum += *v
+	most := 0.0
+	for _, l := range load {
+		most = math.Max(most, l)
 	}
-	if sum <= 1 {
+	if most <= 1 {
 		return
 	}
-	// Euclidean projection onto the simplex Σ = 1.
-	xs := make([]float64, len(vals))
-	for i, v := range vals {
-		xs[i] = *v
-	}
-	sort.Sort(sort.Reverse(sort.Float64Slice(xs)))
-	cum, theta := 0.0, 0.0
-	for i, x := range xs {
-		cum += x
-		t := (cum - 1) / float64(i+1)
-		if x-t > 0 {
-			theta = t
+	u.nu /= most
+	for s := range u.mD {
+		for d := range u.mD[s] {
+			u.mD[s][d] /= most
 		}
 	}
-	for _, v := range vals {
-		*v = math.Max(0, *v-theta)
+	for a := range u.mH {
+		for e := range u.mH[a] {
+			u.mH[a][e] /= most
+		}
 	}
 }
 

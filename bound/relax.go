@@ -29,9 +29,16 @@ type formulation struct {
 	// options are the columns: per class, its recompute variants and
 	// one swap option per start block and end block.
 	options []option
-	// added is the column of the plan's added time: at least the
-	// clones' time (one row), and what stretches every link window.
-	added int
+	// segs are the columns of the plan's added time, one per segment of
+	// the order: segment j is the slots segAt[j] ≤ i < segAt[j+1], and
+	// its column the time the plan adds there (slot i: from op i's start
+	// to op i+1's, less op i's time; slot −1: before op 0). They add up
+	// to the plan's added time (the objective), which is at least the
+	// clones' time (one row); a link window is stretched by the
+	// segments it spans, and windows in different segments by different
+	// time (doc.go).
+	segs  []int
+	segAt []int
 	p     *problem
 	// duals are the rows' dual values at the last optimum (nil: not
 	// recovered).
@@ -136,7 +143,22 @@ func newOptions(m *model, rows []int, blocks, ends int, classes []class) *formul
 		f.endLast[e] = (e+1)*len(rows)/ne - 1
 	}
 	p := f.p
-	f.added = p.col("added", 1)
+	// Segment boundaries: every slot a link window starts or ends at.
+	wStarts, wEnds := f.windowPoints()
+	at := map[int]bool{-1: true, m.n: true}
+	for _, a := range wStarts {
+		at[a] = true
+	}
+	for _, c := range wEnds {
+		at[c] = true
+	}
+	for _, r := range rows {
+		at[r] = true
+	}
+	f.segAt = sortedKeys(at)
+	for j := 0; j+1 < len(f.segAt); j++ {
+		f.segs = append(f.segs, p.col(fmt.Sprintf("added%d", f.segAt[j]), 1))
+	}
 	for ci := range classes {
 		c := &classes[ci]
 		for k, vr := range c.recompute {
@@ -169,8 +191,10 @@ func (f *formulation) writeRows() {
 	p, m, rows := f.p, f.m, f.rows
 	// The added time is at least the clones' time.
 	rec := row{name: "clones", clones: true, mem: -1}
-	rec.cols = append(rec.cols, f.added)
-	rec.coefs = append(rec.coefs, -1)
+	for _, c := range f.segs {
+		rec.cols = append(rec.cols, c)
+		rec.coefs = append(rec.coefs, -1)
+	}
 	for _, o := range f.options {
 		if o.cost > 0 {
 			rec.cols = append(rec.cols, o.col)
@@ -322,10 +346,44 @@ func (f *formulation) link(l linkRow) row {
 	if len(rw.cols) == 0 {
 		return rw
 	}
-	// The window stretches by at most the plan's added time.
-	rw.cols = append(rw.cols, f.added)
-	rw.coefs = append(rw.coefs, -1)
+	// The window stretches by the time the plan adds in its slots.
+	lo, hi := f.slots(l)
+	f.stretch(&rw, lo, hi)
 	return rw
+}
+
+// slots is the slot range [lo, hi) a link row's window spans: a
+// device-to-host window from the end of op a to the start of row c's
+// op spans slots a … row−1 (from the step's start for a = −1); a
+// host-to-device window from the start of row a's op to the start of op
+// c spans slots row … c−1.
+func (f *formulation) slots(l linkRow) (int, int) {
+	if l.toHost {
+		return l.a, f.rows[l.c]
+	}
+	return f.rows[l.a], l.c
+}
+
+// segments lists the segments that overlap the slots [lo, hi): their
+// added time is at least what the plan adds there (all of it when lo
+// and hi are boundaries).
+func (f *formulation) segments(lo, hi int) []int {
+	var out []int
+	for j := range f.segs {
+		if f.segAt[j] < hi && f.segAt[j+1] > lo {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// stretch subtracts from rw the added time of the segments over slots
+// [lo, hi): the window is that much longer in the plan.
+func (f *formulation) stretch(rw *row, lo, hi int) {
+	for _, j := range f.segments(lo, hi) {
+		rw.cols = append(rw.cols, f.segs[j])
+		rw.coefs = append(rw.coefs, -1)
+	}
 }
 
 // window is the length of a link row's window in the unplanned step,
@@ -372,15 +430,17 @@ func (f *formulation) ownRows() {
 		if o.toHost > 0 {
 			w := math.Max(0, m.tStart(f.rows[o.deadline])-m.tEnd(o.def))
 			if need := o.toHost / m.d2h; need > w {
-				f.p.add(row{name: fmt.Sprintf("own_out_%d", o.col), mem: -1, cols: []int{o.col, f.added},
-					coefs: []float64{(need - w) / f.timeUnit, -1}})
+				rw := row{name: fmt.Sprintf("own_out_%d", o.col), mem: -1, cols: []int{o.col}, coefs: []float64{(need - w) / f.timeUnit}}
+				f.stretch(&rw, o.def, f.rows[o.deadline])
+				f.p.add(rw)
 			}
 		}
 		if o.toDev > 0 {
 			w := math.Max(0, m.tStart(o.to)-m.tStart(f.rows[o.inFrom]))
 			if need := o.toDev / m.h2d; need > w {
-				f.p.add(row{name: fmt.Sprintf("own_in_%d", o.col), mem: -1, cols: []int{o.col, f.added},
-					coefs: []float64{(need - w) / f.timeUnit, -1}})
+				rw := row{name: fmt.Sprintf("own_in_%d", o.col), mem: -1, cols: []int{o.col}, coefs: []float64{(need - w) / f.timeUnit}}
+				f.stretch(&rw, f.rows[o.inFrom], o.to)
+				f.p.add(rw)
 			}
 		}
 	}

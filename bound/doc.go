@@ -14,9 +14,14 @@
 // time in the device profile: the base step T₀ is their sum, op i starts
 // at t_i. A plan adds clones (each as long as the op it copies) and
 // stalls, so in the planned step op i starts at t'_i ≥ t_i, and the plan
-// adds ΔT ≥ (clones' time) + (stalls) — every window between two of the
-// step's ops stretches by at most ΔT. Copies run on the two links, one
-// at a time each, b bytes taking b / bandwidth.
+// adds ΔT ≥ (clones' time) + (stalls). The compute stream runs the
+// step's ops in order, so the slot of op i — from t'_i to t'_{i+1}, less
+// op i's time — is a stretch s_i ≥ 0 (s_{−1} = t'_0 before the first
+// op), and ΔT = Σ_i s_i. A window from op a's end (or start) to op c's
+// start is longer in the plan by exactly the s_i of the slots it spans,
+// so windows over disjoint slots are stretched by disjoint parts of ΔT.
+// Copies run on the two links, one at a time each, b bytes taking
+// b / bandwidth.
 //
 // A tensor's memory is held from the start of the task that makes it to
 // the end of the last task that touches it, and the runtime never holds
@@ -71,19 +76,34 @@
 //     over-budget positions.
 //   - one column per gap at most (each gap's restore is its own op).
 //   - clones: ΔT ≥ Σ cost · x.
+//   - added time: ΔT = Σ_j σ_j, one column σ_j per segment of the
+//     order between two slots a link window starts or ends at; σ_j is
+//     the plan's Σ s_i over the segment's slots. A window is stretched
+//     by the σ_j of the segments it spans (by every segment that
+//     overlaps it, for a window whose ends are not boundaries: their
+//     stretches are ≥ 0, so that is at least its own). Before, every
+//     window could be stretched by all of ΔT, so two overloaded windows
+//     in different parts of the step cost only the larger overload.
 //   - device-to-host link, window from op a to row r: swap-outs of
 //     tensors made at or after a with a deadline at or before r take at
-//     most t_r − t_a + ΔT. A value's swap-out may serve several of its
-//     gaps, so only its first gap's swap counts here.
+//     most t_r − t_a + the window's σ. A value's swap-out may serve
+//     several of its gaps, so one gap of each value is charged it (and
+//     its other gaps' swaps move nothing here): the gap whose
+//     over-budget positions are the most over the budget, summed — any
+//     one gap is valid, since a plan restores each gap once. (It was
+//     the value's first gap: a residual block's output, read twice in
+//     the forward pass, then had its long backward gap swapped for
+//     free, and the bound of full-size resnet50 at batch 64 was 0.)
 //   - host-to-device link, window from row a to op c: swap-ins that
 //     may start at or after a (a swap column's end block's first row, a
 //     recompute column's first row) for uses at or before c take at most
-//     t_c − t_a + ΔT (one swap-in per gap).
+//     t_c − t_a + the window's σ (one swap-in per gap).
 //   - (MILP only) each swap column's own two windows, which the grid
 //     does not have: x·(copy time − window) ≤ ΔT for its swap-out (its
 //     producer's end to its deadline row) and its swap-in (its end
-//     block's first row to its use). In the LP they would each need a
-//     multiplier of their own in the Lagrangian; it leaves them out.
+//     block's first row to its use), stretched by the σ of the segments
+//     they overlap. In the LP they would each need a multiplier of their
+//     own in the Lagrangian; it leaves them out.
 //
 // Minimizing ΔT over the model bounds every plan of the class: each
 // plan maps to a feasible point whose ΔT is at most the plan's. Any
@@ -129,6 +149,18 @@
 // holds; closing them needs a row per position and a window per
 // producer, which CBC does not solve in a minute on these graphs.
 //
+// Tried and left out (issue 11, the bound3 change): memory rows chosen
+// by deficit over link capacity, or the first and last over-budget
+// positions as rows, left every case measured unchanged; charging a
+// value's swap-out to the gap whose rows reach a window's end last (a
+// different gap per window, also valid) gave a lower LP than the gap
+// most over the budget (the merged classes lose it) and a Lagrangian
+// within 3 % of it. Still free in the model: the swaps of a value's
+// other gaps on the device-to-host link; at batch 16 on the CI graphs
+// (links nearly idle) every bound stays 0 while tsplit's plans add
+// 0.05–2.3 %, all of it swap-ins issued right before their use, which
+// the model lets start earlier since it checks memory at 20 rows only.
+//
 // # Solving
 //
 // gonum's simplex is dense and refactors the basis three times per
@@ -145,9 +177,11 @@
 // the LP's duals (recovered from gonum's optimal vertex) as Lagrange
 // multipliers of the unmerged model — every gap on its own, every
 // window of the grid — whose dual function is exact and cheap to
-// evaluate, and is a bound by weak duality at any multipliers: at these
-// it is at least the LP's optimum, and Lower reports it (Result.LP keeps
-// the LP's). The MILP keeps every gap and every window of the grid,
+// evaluate, and is a bound by weak duality at any multipliers that keep
+// every segment's added-time column bounded (ν plus the μ of the windows
+// over the segment at most 1; the duals are scaled down together where
+// rounding breaks that): at these it is at least the LP's optimum, and
+// Lower reports it (Result.LP keeps the LP's). The MILP keeps every gap and every window of the grid,
 // over the same rows, with binary columns: its optimum is at least its
 // relaxation's, which is at least that Lagrangian bound, so
 // Lower ≤ MILP ≤ the best plan of the class.

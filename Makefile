@@ -63,7 +63,7 @@ test-go:
 # claims make test checks on the other families, cases and plans, at
 # minutes of CPU each.
 test-long: torch-models
-	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestSmallBenchmark$$|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip|TestTorchShapes' ./bench ./bound ./policy ./backend/native ./compiler
+	TSPLIT_REQUIRE_ORACLES=1 TSPLIT_INTEGRATION=1 TSPLIT_LONG=1 $(GO) test -tags '$(GOTAGS)' -timeout 30m -run 'TestBudgetSweep$$|TestExactBetweenBoundAndPlans|TestBoundBelowEveryPlan|TestSmallBenchmark$$|TestSmallPlansRun|TestORTRunsEveryPolicysPlan|TestTorchRoundTrip|TestTorchShapes' ./bench ./bound ./policy ./backend/native ./compiler
 
 # The decoder and frontend on arbitrary bytes; the runtime on random
 # small graphs of supported ops with random data (executor/cpu FuzzRun);

@@ -99,7 +99,7 @@ var sweep = []sweepCase{
 	{"vgg16", 16}, {"resnet18", 16}, {"bert-base", 16}, {"gpt", 16},
 	{"vgg16", 512}, {"bert-base", 512},
 	// The other families, at batch 16 and at a large batch (the
-	// integration tier).
+	// integration tier; the larger graphs in the long tier, longSweep).
 	{"vgg19", 16}, {"darknet19", 16}, {"resnet50", 16}, {"resnet101", 16}, {"inception", 16}, {"bert-large", 16},
 	{"vgg19", 256}, {"darknet19", 256}, {"resnet18", 256}, {"resnet50", 128}, {"inception", 64}, {"bert-large", 256}, {"gpt", 256},
 }
@@ -111,6 +111,14 @@ var fractions = []float64{0.8, 0.6, 0.45}
 // policy, and so do the wider families; the default tier keeps a case
 // with a positive bound (bert-base b512 at 45 %).
 var heavySweep = map[sweepCase]bool{}
+
+// longSweep are the wider families' cases that plan for seconds with
+// every policy (about 37 s together on 2 cores): the long tier (make
+// test-long) checks them.
+var longSweep = map[sweepCase]bool{
+	{"resnet50", 16}: true, {"resnet101", 16}: true, {"inception", 16}: true,
+	{"resnet50", 128}: true, {"inception", 64}: true,
+}
 
 func init() {
 	for _, c := range sweep {
@@ -134,6 +142,9 @@ func TestBoundBelowEveryPlan(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-b%d", sc.family, sc.batch), func(t *testing.T) {
 			if heavySweep[sc] {
 				oracle.Integration(t, "seconds of planning per policy")
+			}
+			if longSweep[sc] {
+				oracle.Long(t, "the wider families' larger graphs")
 			}
 			_, peak := scheduled(t, sc.family, sc.batch)
 			for _, frac := range fractions {

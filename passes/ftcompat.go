@@ -343,11 +343,36 @@ type ftEntry struct {
 // clones keep the IDs of ops and values. An entry holds for an op of
 // another copy only where that op has the same name and type and reads
 // and writes values of the same IDs, types and shapes — what the maps
-// are a function of (the ops a copy inserts get IDs past those of the
-// graph it was cloned from, and are compared the same way).
+// are a function of. Only ops and values of the graph the copies were
+// taken from (IDs below ops and values) are shared: two copies number
+// what they insert from the same next ID, so an inserted op of one copy
+// can match another copy's in name, IDs and shapes while its attributes
+// or constant inputs (a Slice's bounds) differ.
 type ftShared struct {
-	mu  sync.Mutex
-	ops map[ir.OpID]ftSharedEntry
+	mu       sync.Mutex
+	ops      map[ir.OpID]ftSharedEntry
+	opIDs    ir.OpID    // ops with a smaller ID are the source graph's
+	valueIDs ir.ValueID // likewise for values
+}
+
+// newFTShared shares the maps of the ops of m's graph, the source of the
+// copies a search plans.
+func newFTShared(m *ir.Model) *ftShared {
+	return &ftShared{opIDs: ir.OpID(m.Graph.NumOpIDs()), valueIDs: ir.ValueID(m.Graph.NumValueIDs())}
+}
+
+// source says op and the values it reads and writes (keys) are the
+// source graph's.
+func (sh *ftShared) source(op *ir.Op, keys []ftValueKey) bool {
+	if op.ID >= sh.opIDs {
+		return false
+	}
+	for _, k := range keys {
+		if k.id >= sh.valueIDs {
+			return false
+		}
+	}
+	return true
 }
 
 type ftSharedEntry struct {
@@ -419,14 +444,18 @@ func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 		return e.maps
 	}
 	e := ftEntry{values: append(slices.Clone(ins), outs...)}
+	var keys []ftValueKey
 	if c.shared != nil {
-		keys := ftKeys(op)
+		keys = ftKeys(op)
+	}
+	switch shared := keys != nil && c.shared.source(op, keys); {
+	case shared:
 		var ok bool
 		if e.maps, ok = c.shared.get(op, keys); !ok {
 			e.maps = ftValid(op, ftMaps(op, opset))
 			c.shared.put(op, keys, e.maps)
 		}
-	} else {
+	default:
 		e.maps = ftValid(op, ftMaps(op, opset))
 	}
 	if c.ops == nil {

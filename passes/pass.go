@@ -100,7 +100,7 @@ func (s *State) Fork(m *ir.Model, opts *Options, name string) *State {
 	f.parent, f.mu, f.NoBound = s, s.mu, s.NoBound
 	s.mu.Lock()
 	if s.ft.shared == nil {
-		s.ft.shared = &ftShared{}
+		s.ft.shared = newFTShared(m)
 	}
 	f.ft.shared = s.ft.shared
 	s.mu.Unlock()

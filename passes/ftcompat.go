@@ -448,14 +448,13 @@ func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 	if c.shared != nil {
 		keys = ftKeys(op)
 	}
-	switch shared := keys != nil && c.shared.source(op, keys); {
-	case shared:
+	if keys != nil && c.shared.source(op, keys) {
 		var ok bool
 		if e.maps, ok = c.shared.get(op, keys); !ok {
 			e.maps = ftValid(op, ftMaps(op, opset))
 			c.shared.put(op, keys, e.maps)
 		}
-	default:
+	} else {
 		e.maps = ftValid(op, ftMaps(op, opset))
 	}
 	if c.ops == nil {

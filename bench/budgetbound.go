@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tsplit/tsplit"
+	"github.com/tsplit/tsplit/measure"
 )
 
 // GapKind sorts a budget of a sweep by how tsplit's plan there stands
@@ -126,22 +127,13 @@ func SummarizeGaps(sweeps ...*BudgetSweep) GapSummary {
 }
 
 // median is the middle of xs, or the mean of the two middle ones (+Inf
-// when one of them is), NaN for none.
+// when one of them is), NaN for none (a sweep where tsplit fits no
+// budget has no median gap, not a gap of 0).
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	a, b := s[n/2-1], s[n/2]
-	if math.IsInf(b, 1) {
-		return b
-	}
-	return (a + b) / 2
+	return measure.Median(slices.Clone(xs))
 }
 
 // fmtGap writes a gap in percent: "∞" for +Inf, "—" for NaN.

@@ -111,7 +111,7 @@ func Build(meas *Measurements, o BuildOptions) (*profile.Profile, error) {
 		}
 	}
 	for _, t := range slices.Sorted(maps.Keys(ratios)) {
-		p.TypeScale[t] = median(ratios[t])
+		p.TypeScale[t] = Median(ratios[t])
 	}
 	switch {
 	case o.Emulate != nil:
@@ -225,7 +225,7 @@ func fitMemory(samples []Sample, fallback float64) float64 {
 	if len(bw) == 0 {
 		return fallback
 	}
-	return median(bw)
+	return Median(bw)
 }
 
 // relativeLine fits y = a + b·x minimizing Σ ((a + b·x − y) / y)²: the

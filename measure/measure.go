@@ -184,7 +184,7 @@ func (r *Recorder) Runs() int { return len(r.steps) }
 func (r *Recorder) Measurements() *Measurements {
 	m := r.model
 	meas := &Measurements{Model: m.Path, Dims: m.Dims, Device: (&cpu.Device{}).Name(), Runs: len(r.steps), Warmup: r.Warmup,
-		StepS: median(slices.Clone(r.steps)), ComputeS: median(slices.Clone(r.comps)), H2D: r.H2D, D2H: r.D2H,
+		StepS: Median(slices.Clone(r.steps)), ComputeS: Median(slices.Clone(r.comps)), H2D: r.H2D, D2H: r.D2H,
 		PaceOverheadS: trimmedMean(r.over, paceTrim)}
 	if r.tasks > 1 {
 		// What the runtime adds per op, such that the ops' times and
@@ -203,7 +203,7 @@ func (r *Recorder) Measurements() *Measurements {
 			continue
 		}
 		seen[k] = len(meas.Samples)
-		t := median(slices.Clone(r.times[k]))
+		t := Median(slices.Clone(r.times[k]))
 		sumMedians += t
 		meas.Samples = append(meas.Samples, Sample{Key: k, Type: op.QualifiedType(), Work: profile.OpWork(op), Time: t, N: len(r.times[k])})
 	}
@@ -297,7 +297,7 @@ func CopyBandwidth(ctx context.Context, n int64, reps int) (h2d, d2h float64, er
 		}
 		down = append(down, time.Since(t).Seconds())
 	}
-	return float64(n) / max(median(up[1:]), 1e-9), float64(n) / max(median(down[1:]), 1e-9), nil
+	return float64(n) / max(Median(up[1:]), 1e-9), float64(n) / max(Median(down[1:]), 1e-9), nil
 }
 
 // paceTrim is the share of the longest pacing overheads left out of
@@ -319,8 +319,9 @@ func trimmedMean(xs []float64, share float64) float64 {
 	return sum / float64(max(len(s), 1))
 }
 
-// median of xs (0 for none); xs is reordered.
-func median(xs []float64) float64 {
+// Median of xs (0 for none); xs is reordered. bench's gap summaries
+// use it too.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}

@@ -52,6 +52,16 @@ func init() {
 		})
 		return []*ir.Value{b.Op("Where", []*ir.Value{inside, b.Mul(dy[0], b.Scalar(y.DType, alpha)), b.Scalar(y.DType, 0)})}
 	})
+	Register("", "HardSwish", func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {
+		// y = x·max(0, min(1, x/6 + 1/2)): 0 below −3, x/3 + 1/2 on
+		// [−3, 3], 1 above — PyTorch's hardswish_backward, whose middle
+		// piece includes both ends (MobileNetV3's activation).
+		x := op.Input(0)
+		scalar := func(v float64) *ir.Value { return b.Scalar(x.DType, v) }
+		slope := b.Add(b.Mul(x, scalar(1.0/3)), scalar(0.5))
+		middle := b.Op("Where", []*ir.Value{b.Op("LessOrEqual", []*ir.Value{x, scalar(3)}), b.Mul(dy[0], slope), dy[0]})
+		return []*ir.Value{b.Op("Where", []*ir.Value{b.Op("Less", []*ir.Value{x, scalar(-3)}), scalar(0), middle})}
+	})
 	Register("", "ReduceMax", reduceExtremumGrad)
 	Register("", "ReduceMin", reduceExtremumGrad)
 	Register("", "ReduceSumSquare", func(b *Builder, op *ir.Op, dy []*ir.Value, need []bool) []*ir.Value {

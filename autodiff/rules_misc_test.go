@@ -85,6 +85,7 @@ func TestUnaryMiscGradients(t *testing.T) {
 		unaryCase("Softplus", -3, 3),
 		unaryCase("HardSigmoid", -4, 4),
 		unaryCase("HardSigmoid", -1, 1, irtest.Float("alpha", 0.7), irtest.Float("beta", 0.4)),
+		unaryCase("HardSwish", -5, 5),
 	})
 }
 

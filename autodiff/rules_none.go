@@ -19,7 +19,7 @@ func init() {
 		// rules_elementwise.go.
 		{"not written: unused", []string{"Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
 			"Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}},
-		{"not written", []string{"Elu", "Selu", "Celu", "ThresholdedRelu", "HardSwish", "Mish", "Softsign"}},
+		{"not written", []string{"Elu", "Selu", "Celu", "ThresholdedRelu", "Mish", "Softsign"}},
 		{"not written (needs the slope's broadcast gradient)", []string{"PRelu"}},
 		// Their derivative is 0 almost everywhere. They have no rule so
 		// that a loss depending on a parameter only through them is

@@ -22,7 +22,7 @@ import (
 // first.
 var torchSweepModels = []string{
 	"convnext_mini", "efficientnet_mini", "gelu_mlp", "mha_block", "mnasnet_mini",
-	"regnet_mini", "shufflenet_mini", "squeezenet_mini", "vit_mini",
+	"mobilenetv3_mini", "regnet_mini", "shufflenet_mini", "squeezenet_mini", "vit_mini",
 }
 
 const torchSweepBatch = 2

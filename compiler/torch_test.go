@@ -11,7 +11,7 @@ import (
 	"github.com/tsplit/tsplit/onnxpb"
 )
 
-var torchModels = []string{"resnet18", "resnet50", "vgg16", "inception_v3", "densenet121", "mobilenet_v2", "transformer", "transformer_nodrop"}
+var torchModels = []string{"resnet18", "resnet50", "vgg16", "inception_v3", "densenet121", "mobilenet_v2", "mobilenetv3_mini", "transformer", "transformer_nodrop"}
 
 // TestTorchShapes: on every exported PyTorch model at batch 1 and 8 (and
 // 32, with vgg16 and inception_v3, in the integration tier),

@@ -213,10 +213,62 @@ type diff struct {
 	scale     float64
 	worst     int
 	got, want float64
+	// zero: the reference is rounding noise, and rel is relative to the
+	// step's largest gradient (see againstLargest).
+	zero bool
 }
 
 func (d diff) String() string {
+	if d.zero {
+		return fmt.Sprintf("max |diff| / largest |ref gradient| = %.3g (element %d: %.7g vs %.7g; a zero gradient: largest |ref| of the step %.3g)", d.rel, d.worst, d.got, d.want, d.scale)
+	}
 	return fmt.Sprintf("max |diff| / max |ref| = %.3g (element %d: %.7g vs %.7g; max |ref| %.3g)", d.rel, d.worst, d.got, d.want, d.scale)
+}
+
+// zeroGradRel: a reference gradient whose largest magnitude is below
+// this fraction of the step's largest gradient is zero up to rounding.
+// Such gradients are exactly zero in exact arithmetic — the bias of a
+// BatchNormalization whose output reaches the loss only through a
+// convolution and another BatchNormalization, which removes any
+// per-channel shift (MobileNetV3's projection BNs): PyTorch's float64
+// step computes them as ±1e-18, 1e-16 of its largest gradient, and any
+// other order of the same sums gives other ±1e-18s, a relative
+// difference of 1 to 2 against their own scale.
+const zeroGradRel = 1e-6
+
+// againstLargest measures d, a gradient's comparison, against the
+// step's largest reference gradient when the reference is zero up to
+// rounding (zeroGradRel); other comparisons are returned as they are.
+func (d diff) againstLargest(largest float64) diff {
+	if largest <= 0 || d.scale >= zeroGradRel*largest {
+		return d
+	}
+	maxDiff := d.rel
+	if d.scale > 0 {
+		maxDiff = d.rel * d.scale
+	}
+	d.rel, d.scale, d.zero = maxDiff/largest, largest, true
+	return d
+}
+
+// largestGrad is the largest magnitude over the gradients in ref (every
+// tensor but "loss").
+func largestGrad(t *testing.T, ref map[string]*oracle.Tensor) float64 {
+	t.Helper()
+	largest := 0.0
+	for n, r := range ref {
+		if n == "loss" {
+			continue
+		}
+		f, err := floats(r.Data, r.Type)
+		if err != nil {
+			t.Fatalf("reference %s: %v", n, err)
+		}
+		for _, v := range f {
+			largest = max(largest, math.Abs(v))
+		}
+	}
+	return largest
 }
 
 // relDiff compares got (a tensor of type typ) with want.
@@ -299,6 +351,7 @@ func compareGrads(t *testing.T, what string, m *ir.Model, ti *compiler.TrainingI
 		len(m.Graph.Order()), time.Since(start).Round(time.Millisecond), units.Bytes(x.Mem.Need()))
 
 	var diffs []diff
+	largest := largestGrad(t, want)
 	check := func(label, out string, ref *oracle.Tensor) {
 		t.Helper()
 		v := m.Graph.Lookup(out)
@@ -315,6 +368,9 @@ func compareGrads(t *testing.T, what string, m *ir.Model, ti *compiler.TrainingI
 		if err != nil {
 			t.Errorf("%s: %s: %v", what, label, err)
 			return
+		}
+		if label != "loss" {
+			d = d.againstLargest(largest)
 		}
 		diffs = append(diffs, d)
 		if !(d.rel <= tol) {
@@ -349,7 +405,11 @@ func compareGrads(t *testing.T, what string, m *ir.Model, ti *compiler.TrainingI
 // every parameter gradient with PyTorch's autograd on the same weights
 // (loaded from the exported file) and inputs, in train() mode with no
 // dropout. BatchNormalization normalises with the batch's statistics on
-// both sides. resnet18 is in the integration tier (oracle.Integration).
+// both sides. resnet18 and mobilenetv3_mini (HardSwish, HardSigmoid,
+// depthwise convolutions, squeeze-excitation) are in the integration
+// tier (oracle.Integration). A gradient that is zero up to rounding
+// (zeroGradRel) is compared against the step's largest gradient instead
+// of its own scale.
 //
 // float32: the exported model, against PyTorch in float32:
 // max |tsplit − torch| ≤ 1e-4 · max |torch| per tensor — or, where
@@ -366,20 +426,26 @@ func compareGrads(t *testing.T, what string, m *ir.Model, ti *compiler.TrainingI
 //
 // float64: the same models, weights and inputs exported and run in
 // double precision on both sides, where rounding flips no branch:
-// ≤ 1e-8 · max |torch|. This is the check of the gradient rules.
+// ≤ 1e-8 · max |torch|. This is the check of the gradient rules. The
+// file's float attributes are float32 (BatchNormalization's epsilon,
+// HardSigmoid's alpha): scripts/torch_grads.py gives PyTorch the same
+// rounded constants, without which mobilenetv3_mini differs by 1e-7
+// (its BN epsilon 0.001 against small variances).
 func TestGradientsMatchPyTorch(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		batch int
-	}{{"resnet18", 4}, {"vgg_small", 4}, {"transformer_nodrop", 4}} {
+		long  bool // in the integration tier
+	}{{"resnet18", 4, true}, {"vgg_small", 4, false}, {"transformer_nodrop", 4, false}, {"mobilenetv3_mini", 4, true}} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.name == "resnet18" {
-				oracle.Integration(t, "resnet18's training step in float32 and float64")
+			if c.long {
+				oracle.Integration(t, c.name+"'s training step in float32 and float64")
 			}
 			in32, want32 := oracle.TorchGrads(t, c.name, c.batch)
 			path64, in64, want64 := oracle.TorchGrads64(t, c.name, c.batch)
 			// PyTorch's own float32 error.
 			var noise []diff
+			largest := largestGrad(t, want64)
 			for n, w := range want32 {
 				if want64[n] == nil {
 					t.Fatalf("PyTorch's float64 run has no %q", n)
@@ -387,6 +453,9 @@ func TestGradientsMatchPyTorch(t *testing.T) {
 				d, err := relDiff(n, w.Data, w.Type, want64[n])
 				if err != nil {
 					t.Fatalf("PyTorch float32 vs float64: %s: %v", n, err)
+				}
+				if n != "loss" {
+					d = d.againstLargest(largest)
 				}
 				noise = append(noise, d)
 			}

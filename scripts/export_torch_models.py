@@ -28,7 +28,7 @@ import warnings
 import torch
 import torch.nn as nn
 import torchvision.models as tvm
-from torchvision.models import convnext, efficientnet, mnasnet, regnet, shufflenetv2
+from torchvision.models import convnext, efficientnet, mnasnet, mobilenetv3, regnet, shufflenetv2
 from torchvision.models.vision_transformer import VisionTransformer
 
 # torch 1.13 warns once per BatchNorm in TRAINING export that the
@@ -174,6 +174,17 @@ def regnet_mini():
     return regnet.RegNet(params, num_classes=10, stem_width=16)
 
 
+def mobilenetv3_mini():
+    # MobileNetV3-Small's blocks at half width: HardSwish and
+    # HardSigmoid (squeeze-excitation), depthwise convolutions, BN with
+    # eps 0.001. Its classifier's Dropout is at ratio 0 so that the
+    # float32 gradients compare with PyTorch's (compiler's
+    # TestGradientsMatchPyTorch); efficientnet_mini and vit_mini keep a
+    # nonzero ratio.
+    setting, last = mobilenetv3._mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.5)
+    return mobilenetv3.MobileNetV3(setting, last, num_classes=10, dropout=0.0)
+
+
 def vit_mini():
     # Two encoder layers on 4x4 patches of a 32x32 image, dropout 0.1.
     return VisionTransformer(image_size=32, patch_size=4, num_layers=2, num_heads=4,
@@ -209,6 +220,7 @@ MODELS = {
     "squeezenet_mini": (lambda: tvm.squeezenet1_1(num_classes=10), image_input(32)),
     "regnet_mini": (regnet_mini, image_input(32)),
     "mnasnet_mini": (lambda: mnasnet.MNASNet(0.25, num_classes=10), image_input(32)),
+    "mobilenetv3_mini": (mobilenetv3_mini, image_input(32)),
     "vit_mini": (vit_mini, image_input(32)),
     "mha_block": (MHABlock, lambda: torch.randn(2, 16, 32)),
     "gelu_mlp": (GeluMLP, lambda: torch.randn(2, 64)),

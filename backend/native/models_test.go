@@ -20,7 +20,7 @@ var torchModels = []string{"resnet18", "resnet50", "vgg16", "vgg_small", "incept
 	"vgg16_gap", "vgg19_gap",
 	// The small exports of models no zoo family covers (issue 11's
 	// sweep of them is bench.TestBudgetSweepTorch).
-	"efficientnet_mini", "convnext_mini", "shufflenet_mini", "squeezenet_mini", "regnet_mini", "mnasnet_mini", "vit_mini", "mha_block", "gelu_mlp"}
+	"efficientnet_mini", "convnext_mini", "shufflenet_mini", "squeezenet_mini", "regnet_mini", "mnasnet_mini", "mobilenetv3_mini", "vit_mini", "mha_block", "gelu_mlp"}
 
 // imageDims binds the image size of the exports whose height and width
 // are symbolic (the *_gap VGGs, for fused tiles): 64², small enough

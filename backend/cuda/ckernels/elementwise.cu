@@ -130,12 +130,15 @@ TS_KERNEL(ts_where) {
  * ts_unary_f32: y = f(x) over float32, same shape. Codes: 0 Identity,
  * 1 Relu, 2 Neg, 3 Exp, 4 Log, 5 Sqrt, 6 Reciprocal, 7 Erf, 8 Tanh,
  * 9 Sigmoid, 10 Abs, 11 Clip (bounds f[0], f[1], or the scalars at
- * p[2], p[3] when given), 12 LeakyRelu (alpha f[0]).
+ * p[2], p[3] when given), 12 LeakyRelu (alpha f[0]), 13 HardSigmoid
+ * (max(0, min(1, f[0]·x + f[1]))), 14 HardSwish (x · HardSigmoid with
+ * 1/6 and 1/2: MobileNetV3's activation).
  */
 TS_KERNEL(ts_unary_f32) {
 	float *y = (float *)a.p[0];
 	const float *x = (const float *)a.p[1];
 	float lo = (float)a.f[0], hi = (float)a.f[1];
+	if (a.i[0] == 14) lo = 1.0f / 6, hi = 0.5f;
 	if (a.i[0] == 11) {
 		if (a.p[2]) lo = *(const float *)a.p[2];
 		if (a.p[3]) hi = *(const float *)a.p[3];
@@ -155,6 +158,8 @@ TS_KERNEL(ts_unary_f32) {
 		case 9: o = (float)(1.0 / (1.0 + exp(-(double)v))); break;
 		case 10: o = fabsf(v); break;
 		case 11: o = v < lo ? lo : (v > hi ? hi : v); break;
+		case 13: o = fminf(1.0f, fmaxf(0.0f, lo * v + hi)); break;
+		case 14: o = v * fminf(1.0f, fmaxf(0.0f, lo * v + hi)); break;
 		default: o = v < 0 ? v * lo : v; break;
 		}
 		y[t] = o;

@@ -353,6 +353,11 @@ func TestElementwise(t *testing.T) {
 		run(t, tc{typ: typ, ins: []input{Pos(r, 257)}})
 	}
 	run(t, tc{typ: "LeakyRelu", ins: []input{F(r, 33)}, attrs: []ir.Attr{flt("alpha", 0.2)}})
+	// Both pieces and both ends of the hard activations' middle piece.
+	hard := input{shape: []int64{11}, f: []float32{-7, -3.5, -3, -2.5, -0.5, 0, 0.75, 2.5, 3, 3.25, 9}}
+	run(t, tc{typ: "HardSwish", ins: []input{hard}})
+	run(t, tc{typ: "HardSigmoid", ins: []input{hard}})
+	run(t, tc{typ: "HardSigmoid", ins: []input{hard}, attrs: []ir.Attr{flt("alpha", 0.25), flt("beta", 0.4)}})
 	clipLo, clipHi := input{shape: []int64{}, f: []float32{-0.25}}, input{shape: []int64{}, f: []float32{0.5}}
 	run(t, tc{typ: "Clip", ins: []input{F(r, 4, 31), clipLo, clipHi}, opset: 13})
 	run(t, tc{typ: "Clip", ins: []input{F(r, 4, 31), absent, clipHi}, opset: 13})

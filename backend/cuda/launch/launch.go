@@ -337,7 +337,7 @@ var binaryCodes = map[string]int64{"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max"
 var compareCodes = map[string]int64{"Equal": 0, "Greater": 1, "GreaterOrEqual": 2, "Less": 3, "LessOrEqual": 4}
 var logicCodes = map[string]int64{"And": 0, "Or": 1, "Xor": 2}
 var unaryCodes = map[string]int64{"Relu": 1, "Neg": 2, "Exp": 3, "Log": 4, "Sqrt": 5, "Reciprocal": 6,
-	"Erf": 7, "Tanh": 8, "Sigmoid": 9, "Abs": 10, "Clip": 11, "LeakyRelu": 12}
+	"Erf": 7, "Tanh": 8, "Sigmoid": 9, "Abs": 10, "Clip": 11, "LeakyRelu": 12, "HardSigmoid": 13, "HardSwish": 14}
 
 // broadcast fills the output dims and one stride array per input of the
 // elementwise layout (i[1] rank, i[2..10) dims, strides from i[10]).
@@ -458,6 +458,9 @@ func unaryPlan(code int64) func(*Op) ([]Step, error) {
 			}
 		case "LeakyRelu":
 			k.Args.F[0] = float64(o.Op.AttrFloat("alpha", 0.01))
+		case "HardSigmoid":
+			k.Args.F[0] = float64(o.Op.AttrFloat("alpha", 0.2))
+			k.Args.F[1] = float64(o.Op.AttrFloat("beta", 0.5))
 		}
 		return one(k), nil
 	}

@@ -167,6 +167,27 @@
 // 45 %: 0.12 of its 0.14 ms), which the model lets start earlier since
 // it checks memory at 20 rows only.
 //
+// Finer models do not close the gap (issue 11, bound4; measured in
+// docs/planner.md §9): the Lagrangian of this model with a memory row
+// at every over-budget position and every swap's first and last rows
+// off exact (a gap's best pair is one pass with a running minimum: tens
+// of ms per evaluation on the full-size resnet50) equals the coarse
+// Lagrangian at the LP's duals, and projected supergradient steps from
+// there found nothing higher; the LP with 2–3× the rows and an end
+// block per row moves by −26 % to +38 %. The one optimum of the model
+// measured over every position (the MILP, vgg16-small b256 at 60 %) is
+// within 2× of Lower, where tsplit's plan is 135× above it (3.5–5× on
+// the full-size ResNets, 60× to 2000× on BERT): what is left is what
+// the model does not price (the static layout's fragmentation, swaps
+// issued in order, deeper chains) or plans far from the class's best,
+// not the relaxation's coarseness; on vgg16-small b256 60 % it is the
+// plans: tsplit's stalls 6 of its 6.3 ms on swaps the model's solution
+// replaces by cheap first-layer recomputes and by evicting the
+// weight-gradient operands the forward pass makes; on the full-size
+// resnet50 b64 at 3 GiB tsplit clones convolutions for 13 of its 15
+// ms, where the bound's LP restores BatchNormalization and ReLU
+// outputs from the kept conv outputs for 3.3 ms.
+//
 // # Solving
 //
 // gonum's simplex is dense and refactors the basis three times per

@@ -29,6 +29,10 @@ type Options struct {
 	// PeakFirst makes tsplit's planner visit the bottlenecks from the
 	// peak down instead of in op order (policy, planner.walk).
 	PeakFirst bool
+	// Segments lets tsplit's planner evict and recompute whole runs of
+	// the forward pass between two kept checkpoints (policy, segment
+	// candidates, TSPLIT §V-D's speed-centric recomputation).
+	Segments bool
 	// AnyFit: any plan that fits will do (a search for a budget that
 	// fits, tsplit.Options.FindFeasible). tsplit's search under
 	// OrderAuto then stops after its order variants, skipping the peak

@@ -135,6 +135,11 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 		}
 		return w, srcExtend
 	}
+	if pl.decided[w.ID] && pl.segAt[w.ID] >= 0 && int(pl.segAt[w.ID]) <= q && pl.lastUse(w, iv) >= q {
+		// Evicted in this round by a segment that recomputes it by q
+		// and holds it to its last use: read that clone.
+		return w, srcKept
+	}
 	if pl.decided[w.ID] {
 		// Evicted in this round over a gap this round does not keep:
 		// recompute it (a copy it restores by q is reused by

@@ -20,6 +20,10 @@ type Options struct {
 	Params map[string]string
 	// NoSwap and NoRecompute restrict the tsplit planner's options.
 	NoSwap, NoRecompute bool
+	// Segments offers the tsplit planner segment candidates under an
+	// explicit Order (passes.Options.Segments; under OrderAuto its
+	// search tries them itself).
+	Segments bool
 	// Update is where a plan that keeps the training state on the host
 	// runs the optimizer update (passes.UpdateAuto: the faster).
 	Update passes.UpdatePlace
@@ -77,7 +81,7 @@ func Plan(ctx context.Context, m *ir.Model, pol Policy, opts Options) (*Result, 
 	}
 	s := passes.NewState(m, &passes.Options{Budget: opts.Budget, Profile: opts.Profile, Policy: pol,
 		NoSwap: opts.NoSwap, NoRecompute: opts.NoRecompute, Order: opts.Order, PolicyParams: opts.Params, Context: ctx, OnRound: opts.OnRound,
-		AnyFit: opts.AnyFit, Update: opts.Update, Offload: opts.Offload})
+		AnyFit: opts.AnyFit, Update: opts.Update, Offload: opts.Offload, Segments: opts.Segments})
 	s.Check, s.OnPass = opts.Check, opts.OnPass
 	s.DumpAfter, s.DumpTo = opts.DumpAfter, opts.DumpTo
 	err := s.Run(passes.Pipeline...)

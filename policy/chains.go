@@ -326,16 +326,34 @@ func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 				held += byEnd[next].bytes
 				next++
 			}
-			m := pl.Mem.Live[k] - pl.saved[k] + held
+			m := pl.Mem.Live[k] - pl.saved[k]
 			if k > a {
 				m -= size
 			}
-			if m > pl.Budget {
+			// Only a position that fits is already planned: one still
+			// over the budget (walking from the peak, the positions
+			// before i are visited later) is left to the walk, which
+			// sees what the chain keeps there (commitRecompute charges
+			// it to saved). Rejecting the chain there instead ruled out
+			// every chain that keeps a weight past its last use — a
+			// training-mode BatchNormalization's running statistics —
+			// while any position between its forward op and the peak
+			// was over the budget, so the planner cloned convolutions
+			// (resnet50 b64 at 3 GiB) where BatchNormalization + ReLU
+			// from the kept convolution output cost half as much per
+			// byte.
+			if m <= pl.Budget && m+held > pl.Budget {
 				return 0, false
 			}
 		}
 	}
 	return dm, dm > 0
+}
+
+// valueAt is a tensor read at a position.
+type valueAt struct {
+	v   ir.ValueID
+	pos int
 }
 
 // keptRead is a tensor a recompute chain keeps past its last use: that
@@ -362,6 +380,7 @@ func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 		for _, w := range d.Value.Def.Inputs() {
 			if w != nil {
 				pl.addUse(w, q)
+				pl.cloneReads[valueAt{w.ID, q}] = true
 			}
 		}
 		return ds
@@ -375,6 +394,7 @@ func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 	pl.saved[q] -= ch.extra
 	for _, w := range ch.reads {
 		pl.addUse(w, q)
+		pl.cloneReads[valueAt{w.ID, q}] = true
 	}
 	if len(ch.members) == 0 {
 		return ds

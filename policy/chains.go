@@ -350,12 +350,6 @@ func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 	return dm, dm > 0
 }
 
-// valueAt is a tensor read at a position.
-type valueAt struct {
-	v   ir.ValueID
-	pos int
-}
-
 // keptRead is a tensor a recompute chain keeps past its last use: that
 // last use and its bytes.
 type keptRead struct {
@@ -380,10 +374,9 @@ func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 		for _, w := range d.Value.Def.Inputs() {
 			if w != nil {
 				pl.addUse(w, q)
-				pl.cloneReads[valueAt{w.ID, q}] = true
 			}
 		}
-		return ds
+		return placeBeforeReaders(ds[:len(ds)-1], ds[len(ds)-1:])
 	}
 	for _, w := range ch.extend {
 		b := pl.valueBytes(w)
@@ -394,13 +387,8 @@ func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 	pl.saved[q] -= ch.extra
 	for _, w := range ch.reads {
 		pl.addUse(w, q)
-		pl.cloneReads[valueAt{w.ID, q}] = true
 	}
-	if len(ch.members) == 0 {
-		return ds
-	}
-	out := make([]*passes.Decision, 0, len(ds)+len(ch.members))
-	out = append(out, ds[:len(ds)-1]...)
+	block := make([]*passes.Decision, 0, len(ch.members)+1)
 	for _, w := range ch.members {
 		a := pl.pos[w.Def.ID]
 		for _, u := range pl.uses[w.ID] {
@@ -408,7 +396,33 @@ func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 				a = max(a, u)
 			}
 		}
-		out = append(out, &passes.Decision{Value: w, Option: passes.Recompute, After: a, Before: q, At: d.At})
+		block = append(block, &passes.Decision{Value: w, Option: passes.Recompute, After: a, Before: q, At: d.At})
 	}
-	return append(out, d)
+	return placeBeforeReaders(ds[:len(ds)-1], append(block, d))
+}
+
+// placeBeforeReaders returns ds with block (a recompute chain's
+// decisions, all for the same consumer) inserted before the first
+// recompute decision for that consumer whose clone reads a value of
+// block, else at the end. InsertSwapRecompute clones in decision order
+// and each clone reads the copy restored latest before it: a clone made
+// earlier in the round that reads v at q must come after v's own clone
+// there, or it reads the original v and keeps it live over the gap the
+// recompute was to free.
+func placeBeforeReaders(ds, block []*passes.Decision) []*passes.Decision {
+	q := block[len(block)-1].Before
+	at := len(ds)
+	for k, e := range ds {
+		if e.Option != passes.Recompute || e.Before != q {
+			continue
+		}
+		if slices.ContainsFunc(block, func(b *passes.Decision) bool { return reads(e.Value.Def, b.Value) }) {
+			at = k
+			break
+		}
+	}
+	out := make([]*passes.Decision, 0, len(ds)+len(block))
+	out = append(out, ds[:at]...)
+	out = append(out, block...)
+	return append(out, ds[at:]...)
 }

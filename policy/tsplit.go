@@ -625,12 +625,6 @@ type planner struct {
 	active   []int
 	next     int
 	activeAt int
-	// cloneReads marks the tensors a clone of this round reads at a
-	// position (commitRecompute). Such a tensor is not recomputed for
-	// that position: InsertSwapRecompute clones in decision order, so
-	// its clone would come after the clone that reads it there, which
-	// would read the original and keep it live over the whole gap.
-	cloneReads map[valueAt]bool
 	// splitDone marks ops already split in this round.
 	splitDone map[ir.OpID]bool
 
@@ -654,7 +648,7 @@ func newPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.
 	n := len(mem.Order)
 	pl := &planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), cloneReads: map[valueAt]bool{}, splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
+		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	pl.activeAt = -1
@@ -1006,7 +1000,7 @@ func (pl *planner) candidates(i int) []candidate {
 				out = append(out, c)
 			}
 		}
-		if pl.Allowed[passes.Recompute] && !pl.cloneReads[valueAt{v.ID, q}] {
+		if pl.Allowed[passes.Recompute] {
 			if c, ok := pl.recomputeCandidate(v, iv.Bytes, a, q, i); ok {
 				out = append(out, c)
 			}

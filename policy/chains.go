@@ -378,16 +378,7 @@ func (pl *planner) commitRecompute(ds []*passes.Decision) []*passes.Decision {
 		}
 		return placeBeforeReaders(ds[:len(ds)-1], ds[len(ds)-1:])
 	}
-	for _, w := range ch.extend {
-		b := pl.valueBytes(w)
-		for k := pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]) + 1; k <= q && k < pl.n; k++ {
-			pl.saved[k] -= b
-		}
-	}
-	pl.saved[q] -= ch.extra
-	for _, w := range ch.reads {
-		pl.addUse(w, q)
-	}
+	pl.holdReads(ch.extend, ch.extra, ch.reads, q)
 	block := make([]*passes.Decision, 0, len(ch.members)+1)
 	for _, w := range ch.members {
 		a := pl.pos[w.Def.ID]
@@ -425,4 +416,21 @@ func placeBeforeReaders(ds, block []*passes.Decision) []*passes.Decision {
 	out = append(out, ds[:at]...)
 	out = append(out, block...)
 	return append(out, ds[at:]...)
+}
+
+// holdReads books what a recompute placed at q keeps on the device: the
+// inputs it extends past their last use (held to q), its extra
+// intermediates at q, and its reads as uses at q. Chains and segments
+// both commit through it.
+func (pl *planner) holdReads(extend []*ir.Value, extra int64, reads []*ir.Value, q int) {
+	for _, w := range extend {
+		b := pl.valueBytes(w)
+		for k := pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]) + 1; k <= q && k < pl.n; k++ {
+			pl.saved[k] -= b
+		}
+	}
+	pl.saved[q] -= extra
+	for _, w := range reads {
+		pl.addUse(w, q)
+	}
 }

@@ -307,16 +307,7 @@ func (pl *planner) commitSegment(sg *segment, i int, ds []*passes.Decision) []*p
 			pl.saved[k] += b
 		}
 	}
-	for _, w := range sg.extend {
-		b := pl.valueBytes(w)
-		for k := pl.lastUse(w, &pl.Mem.Intervals[pl.Mem.ByValue[w.ID]]) + 1; k <= r && k < pl.n; k++ {
-			pl.saved[k] -= b
-		}
-	}
-	pl.saved[r] -= sg.extra
-	for _, w := range sg.reads {
-		pl.addUse(w, r)
-	}
+	pl.holdReads(sg.extend, sg.extra, sg.reads, r)
 	all := make([]segValue, 0, len(sg.evict)+len(sg.members))
 	all = append(append(all, sg.members...), sg.evict...)
 	slices.SortStableFunc(all, func(a, b segValue) int {

@@ -3,9 +3,15 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,15 +46,25 @@ func TestGPUMatchesCPU(t *testing.T) {
 	for _, m := range models {
 		paths = append(paths, filepath.Join("../../testdata/onnx", m))
 	}
-	for _, m := range []string{"resnet18", "mobilenet_v2", "transformer"} {
+	for _, m := range []string{"resnet18", "mobilenet_v2", "transformer", "mobilenetv3_mini"} {
 		if p := filepath.Join("../../testdata/torch", m+".onnx"); fileExists(p) {
 			paths = append(paths, p)
 		}
 	}
 	for _, p := range paths {
+		// inception-small's last batch norms see 1×1 maps: at batch 2
+		// they normalise two numbers per channel, and their backward
+		// (1/√var of a variance near 0) multiplies the devices' rounding
+		// differences by ~100 twice over (TestGPUTrace finds no op where
+		// the devices part; the error grows through those two ops).
+		// Batch 8 is well conditioned.
+		batch := int64(2)
+		if filepath.Base(p) == "inception-small.onnx" {
+			batch = 8
+		}
 		for _, frac := range []float64{0, 0.6} {
 			t.Run(filepath.Base(p)+map[bool]string{true: "/unplanned", false: "/planned"}[frac == 0], func(t *testing.T) {
-				compareDevices(t, p, 2, frac)
+				compareDevices(t, p, batch, frac)
 			})
 		}
 	}
@@ -72,9 +88,21 @@ func compareDevices(t *testing.T, path string, batch int64, frac float64) {
 	m := stepOf(t, path, batch)
 	in := plantest.Inputs(t, m)
 	if frac > 0 {
+		// at batch 2 the weights are most of some models' peak (the
+		// transformer's 60 % is below its lower bound): the smallest of
+		// frac, frac+0.1, … that fits
 		peak := plantest.Peak(t, m)
-		if _, err := policy.Plan(context.Background(), m, policy.Tsplit, policy.Options{Budget: int64(float64(peak) * frac)}); err != nil {
-			t.Fatal(err)
+		for f := frac; ; f += 0.1 {
+			c := m.Clone()
+			_, err := policy.Plan(context.Background(), c, policy.Tsplit, policy.Options{Budget: int64(float64(peak) * f)})
+			if err == nil {
+				m = c
+				t.Logf("planned into %.0f %% of the peak", 100*f)
+				break
+			}
+			if f >= 0.95 {
+				t.Fatal(err)
+			}
 		}
 	}
 	p, err := native.Lower(m)
@@ -124,4 +152,118 @@ func compareDevices(t *testing.T, path string, batch int64, frac float64) {
 		filepath.Base(path), batch, gdev.Name(), l.Program.Pool, gs.Step.Round(time.Microsecond),
 		gs.Compute.Busy.Round(time.Microsecond), gs.H2D.Busy.Round(time.Microsecond), gs.D2H.Busy.Round(time.Microsecond),
 		cs.Step.Round(time.Millisecond))
+	t.Logf("GPU compute time by op type: %s", byOpType(got.Timeline, 8))
+}
+
+// byOpType lists the op types that took the most compute-stream time,
+// largest first: where a step's GPU time goes.
+func byOpType(tl []executor.Record, n int) string {
+	busy := map[string]time.Duration{}
+	count := map[string]int{}
+	for _, r := range tl {
+		if r.Op != nil && r.Stream == "compute" {
+			busy[r.Op.Type] += r.End - r.Start
+			count[r.Op.Type]++
+		}
+	}
+	types := slices.Collect(maps.Keys(busy))
+	slices.SortFunc(types, func(a, b string) int { return cmp.Compare(busy[b], busy[a]) })
+	var parts []string
+	for _, k := range types[:min(n, len(types))] {
+		parts = append(parts, fmt.Sprintf("%s %v (%d)", k, busy[k].Round(time.Microsecond), count[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TestGPUTrace finds where a step first differs between the devices:
+// every float value of the unplanned step is made a graph output, and
+// the ops are checked in order. TSPLIT_GPU_TRACE names the model file.
+func TestGPUTrace(t *testing.T) {
+	path := os.Getenv("TSPLIT_GPU_TRACE")
+	if path == "" {
+		t.Skip("set TSPLIT_GPU_TRACE=model.onnx on a machine with a GPU")
+	}
+	batch := int64(2)
+	if b := os.Getenv("TSPLIT_GPU_BATCH"); b != "" {
+		fmt.Sscan(b, &batch)
+	}
+	m := stepOf(t, path, batch)
+	in := plantest.Inputs(t, m)
+	for _, op := range m.Graph.Order() {
+		for _, v := range op.Outputs() {
+			if v != nil && v.DType == ir.Float && !slices.Contains(m.Graph.Outputs, v) {
+				m.Graph.Outputs = append(m.Graph.Outputs, v)
+			}
+		}
+	}
+	p, err := native.Lower(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := native.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := native.Load(data, "trace.tsplan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdev, err := cpu.New(l.Program.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.Program.Run(context.Background(), cdev, executor.ProgramRun{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gdev, err := New(0, l.Program.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gdev.Close()
+	got, err := l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An op whose output error is far above its inputs' is where the
+	// devices part; one that only carries its inputs' error forward
+	// (however large, as through a batch-norm over two elements) is not.
+	errOf := map[*ir.Value]float64{}
+	bad := 0
+	for _, op := range m.Graph.Order() {
+		var in float64
+		var ins []string
+		for _, x := range op.Inputs() {
+			if x != nil {
+				in = max(in, errOf[x])
+				ins = append(ins, fmt.Sprintf("%s%v", x.Name, x.Shape))
+			}
+		}
+		for _, v := range op.Outputs() {
+			if v == nil || v.DType != ir.Float {
+				continue
+			}
+			e := normwise(plantest.Float32s(got.Outputs[v.Name]), plantest.Float32s(want.Outputs[v.Name]))
+			errOf[v] = e
+			if e > 1e-4 && e > 100*max(in, 1e-7) {
+				t.Errorf("%s %v ← %v: error %.2g from inputs' %.2g", op.Describe(), v.Shape, ins, e, in)
+				bad++
+			}
+		}
+	}
+	var worst float64
+	for _, v := range m.Graph.Outputs {
+		worst = max(worst, errOf[v])
+	}
+	t.Logf("%d ops, %d values compared, %d fresh errors; worst value error %.2g", len(m.Graph.Order()), len(errOf), bad, worst)
+}
+
+// normwise is the largest difference over max(1, largest |want|).
+func normwise(got, want []float32) float64 {
+	var scale, worst float64
+	for i := range want {
+		scale = max(scale, math.Abs(float64(want[i])))
+		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+	}
+	return worst / max(1, scale)
 }

@@ -14,6 +14,7 @@
 #   make ptx           compile the CUDA kernels to backend/cuda/ptx/kernels.ptx (nvcc, installed on demand)
 #   make cuda-check    build and vet every package with the cuda tag (CUDA headers installed on demand; no GPU needed)
 #   make test-gpu      on a machine with an NVIDIA GPU: planned steps on the CUDA device vs the CPU device
+#   make gpu-test-binary  the same test as a binary (.gpu/cuda.test) for a GPU machine without Go
 #   make deps          install the outside oracles (python3-torch, python3-onnx, onnxruntime-node, protoc, coinor-cbc)
 
 GO       ?= go
@@ -23,10 +24,11 @@ GOBIN    := $(shell $(GO) env GOPATH)/bin
 # The float32 matrix products use OpenBLAS through cgo when its
 # development files are installed (6–8× gonum's pure-Go BLAS, see
 # docs/blas.md); otherwise the pure-Go default. Override with GOTAGS=.
+CUBLAS_SONAME ?= libcublas.so.13
 GOTAGS   ?= $(shell [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] && echo openblas)
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean ptx cuda-check test-gpu
+.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean ptx cuda-check test-gpu gpu-test-binary
 
 all: build
 
@@ -157,3 +159,8 @@ cuda-check:
 # CPU device; results within 1e-3 and the same high-water.
 test-gpu: cuda-check
 	TSPLIT_GPU=1 $(GO) test -tags '$(GOTAGS) cuda' -count=1 -v -timeout 30m -run TestGPUMatchesCPU ./backend/cuda
+
+# The same test as a binary built here, for a GPU machine without Go
+# whose cuBLAS is another version (scripts/gpu-test-binary.sh).
+gpu-test-binary:
+	GO=$(GO) bash scripts/gpu-test-binary.sh $(CUBLAS_SONAME) .gpu/cuda.test

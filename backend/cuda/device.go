@@ -20,6 +20,12 @@ import (
 // buffer; a larger transfer goes through it in chunks.
 const StageBytes = 64 << 20
 
+// ScratchBytes is the device's scratch beside the pool: the partial
+// results of split reductions (launch.Op.Scratch), 8 bytes each, within
+// one op's launches. Like cuBLAS's own workspace it is not tensor
+// memory, so the plan's pool does not count it.
+const ScratchBytes = 8 << 20
+
 // Device is the CUDA device. The executor calls Launch from its compute
 // stream, ToDevice from its H2D stream and ToHost from its D2H stream,
 // each from its own goroutine; every call queues its work on the
@@ -31,6 +37,7 @@ type Device struct {
 	name              string
 	ctx               cu.CUContext
 	pool              cu.DevicePtr
+	scratch           cu.DevicePtr
 	size              int64
 	mod               *module
 	blas              *blas
@@ -79,6 +86,9 @@ func New(ordinal int, poolBytes int64) (d *Device, err error) {
 	if d.pool, err = cu.MemAlloc(poolBytes); err != nil {
 		return nil, fmt.Errorf("cuda: allocating the %d-byte pool on %s: %w", poolBytes, name, err)
 	}
+	if d.scratch, err = cu.MemAlloc(ScratchBytes); err != nil {
+		return nil, fmt.Errorf("cuda: allocating the %d-byte scratch on %s: %w", ScratchBytes, name, err)
+	}
 	for _, s := range []*cu.Stream{&d.compute, &d.h2d, &d.d2h} {
 		if *s, err = cu.MakeStream(cu.NonBlocking); err != nil {
 			return nil, fmt.Errorf("cuda: creating a stream: %w", err)
@@ -120,6 +130,9 @@ func (d *Device) release() {
 	}
 	if d.pool != 0 {
 		cu.MemFree(d.pool)
+	}
+	if d.scratch != 0 {
+		cu.MemFree(d.scratch)
 	}
 	d.ctx.Destroy()
 }
@@ -186,7 +199,7 @@ func (d *Device) Launch(l *executor.Launch) error {
 		return err
 	}
 	defer done()
-	lo := &launch.Op{Op: l.Op, Opset: l.Opset, Step: l.Step}
+	lo := &launch.Op{Op: l.Op, Opset: l.Opset, Step: l.Step, Scratch: uint64(d.scratch), ScratchBytes: ScratchBytes}
 	for _, r := range l.In {
 		t, err := d.tensor(r)
 		if err != nil {

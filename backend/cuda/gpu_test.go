@@ -162,8 +162,12 @@ func byOpType(tl []executor.Record, n int) string {
 	count := map[string]int{}
 	for _, r := range tl {
 		if r.Op != nil && r.Stream == "compute" {
-			busy[r.Op.Type] += r.End - r.Start
-			count[r.Op.Type]++
+			k := r.Op.Type
+			if g := r.Op.AttrInt("group", 1); g > 1 && k == "Conv" {
+				k = "Conv(grouped)" // the direct kernel, not im2col + cuBLAS
+			}
+			busy[k] += r.End - r.Start
+			count[k]++
 		}
 	}
 	types := slices.Collect(maps.Keys(busy))
@@ -266,4 +270,64 @@ func normwise(got, want []float32) float64 {
 		worst = max(worst, math.Abs(float64(got[i]-want[i])))
 	}
 	return worst / max(1, scale)
+}
+
+// TestGPUStepTime times steps at batches the CPU comparison would take
+// too long for: TSPLIT_GPU_TIME lists model.onnx:batch pairs (comma
+// separated); each is run unplanned and planned into 60 % of its peak,
+// on the GPU only, three times, and the fastest run is logged.
+func TestGPUStepTime(t *testing.T) {
+	list := os.Getenv("TSPLIT_GPU_TIME")
+	if list == "" {
+		t.Skip("set TSPLIT_GPU_TIME=model.onnx:batch,… on a machine with a GPU")
+	}
+	for _, item := range strings.Split(list, ",") {
+		path, b, _ := strings.Cut(item, ":")
+		var batch int64
+		if _, err := fmt.Sscan(b, &batch); err != nil {
+			t.Fatalf("%q: want model.onnx:batch", item)
+		}
+		for _, frac := range []float64{0, 0.6} {
+			m := stepOf(t, path, batch)
+			in := plantest.Inputs(t, m)
+			if frac > 0 {
+				peak := plantest.Peak(t, m)
+				if _, err := policy.Plan(context.Background(), m, policy.Tsplit, policy.Options{Budget: int64(float64(peak) * frac)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := native.Lower(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := native.Encode(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := native.Load(data, filepath.Base(path)+".tsplan")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gdev, err := New(0, l.Program.Pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var best executor.Summary
+			var bestTL []executor.Record
+			for i := 0; i < 4; i++ { // the first run compiles the PTX
+				r, err := l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in, Step: int64(i)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s := executor.Summarize(r.Timeline); i > 0 && (best.Step == 0 || s.Step < best.Step) {
+					best, bestTL = s, r.Timeline
+				}
+			}
+			gdev.Close()
+			t.Logf("%s b%d %s: pool %d bytes; step %v (compute busy %v, h2d %v, d2h %v); by op type: %s",
+				filepath.Base(path), batch, map[bool]string{true: "unplanned", false: "planned 60 %"}[frac == 0], l.Program.Pool,
+				best.Step.Round(time.Microsecond), best.Compute.Busy.Round(time.Microsecond),
+				best.H2D.Busy.Round(time.Microsecond), best.D2H.Busy.Round(time.Microsecond), byOpType(bestTL, 6))
+		}
+	}
 }

@@ -225,13 +225,15 @@ func run(t *testing.T, c tc) {
 		}
 	}
 	wsOff := place(ws)
+	scOff := place(testScratch)
 	pool := NewPool(size)
 	defer pool.Free()
 	all, _ := pool.Bytes(pool.Addr(0), size)
 	for i := range all {
 		all[i] = 0x7f // unwritten outputs read as 3.4e38, not as zero
 	}
-	lo := &launch.Op{Op: op, Opset: c.opset, Workspace: pool.Addr(wsOff), WorkspaceBytes: ws, Step: c.step}
+	lo := &launch.Op{Op: op, Opset: c.opset, Workspace: pool.Addr(wsOff), WorkspaceBytes: ws, Step: c.step,
+		Scratch: pool.Addr(scOff), ScratchBytes: testScratch}
 	for i, in := range c.ins {
 		var tt *launch.Tensor
 		if !in.absent() {
@@ -413,6 +415,9 @@ func TestShapes(t *testing.T) {
 	run(t, tc{typ: "Shape", opset: 15, ins: []input{F(r, 2, 7, 3, 4)}, attrs: []ir.Attr{intA("start", 1), intA("end", -1)}})
 	run(t, tc{typ: "Size", ins: []input{F(r, 2, 7, 3)}})
 	run(t, tc{typ: "ConstantOfShape", ins: []input{C(3, 4)}, attrs: []ir.Attr{{Name: "value", Type: ir.AttrTensor, Tensor: mustTensor(t, ir.Float, []int64{1}, input{f: []float32{2.5}}.raw())}}})
+	// large and uniform: filled on the device, not uploaded
+	run(t, tc{typ: "ConstantOfShape", ins: []input{C(300, 100)}, attrs: []ir.Attr{{Name: "value", Type: ir.AttrTensor, Tensor: mustTensor(t, ir.Float, []int64{1}, input{f: []float32{-2.5}}.raw())}}})
+	run(t, tc{typ: "ConstantOfShape", ins: []input{C(90, 100)}, attrs: []ir.Attr{{Name: "value", Type: ir.AttrTensor, Tensor: mustTensor(t, ir.Int64, []int64{1}, input{i: []int64{-7}}.raw())}}})
 }
 
 func mustTensor(t *testing.T, dt ir.DType, shape []int64, raw []byte) *ir.Tensor {
@@ -423,8 +428,22 @@ func mustTensor(t *testing.T, dt ir.DType, shape []int64, raw []byte) *ir.Tensor
 	return tt
 }
 
+// testScratch is the scratch each case gets (the device has 8 MiB):
+// small enough that the split reductions below hit its cap.
+const testScratch = 64 << 10
+
 func TestReductionsAndNorms(t *testing.T) {
 	r := rng(3)
+	// split reductions (few outputs, many elements): a batch norm's
+	// statistics over (N, H, W), sums over a leading axis, the parts
+	// capped by the scratch (8 outputs × 1000 parts would need 64 000
+	// bytes; 12 × 700 does not fit), max/min merging their parts
+	run(t, tc{typ: "ReduceMean", opset: 13, ins: []input{F(r, 3, 8, 41, 43)}, attrs: []ir.Attr{ints("axes", 0, 2, 3)}})
+	run(t, tc{typ: "ReduceSum", opset: 13, ins: []input{F(r, 700, 12), C(0)}})
+	run(t, tc{typ: "ReduceSumSquare", opset: 13, ins: []input{F(r, 2, 5, 30, 31)}, attrs: []ir.Attr{ints("axes", 0, 2, 3), intA("keepdims", 0)}})
+	run(t, tc{typ: "ReduceMax", opset: 13, ins: []input{F(r, 3, 4, 29, 37)}, attrs: []ir.Attr{ints("axes", 0, 2, 3)}})
+	run(t, tc{typ: "ReduceMin", opset: 13, ins: []input{F(r, 3, 4, 29, 37)}, attrs: []ir.Attr{ints("axes", 0, 2, 3)}})
+	run(t, tc{typ: "GlobalAveragePool", ins: []input{F(r, 1, 3, 40, 40)}})
 	run(t, tc{typ: "ReduceSum", opset: 13, ins: []input{F(r, 4, 33, 5), C(1)}})
 	run(t, tc{typ: "ReduceSum", opset: 13, ins: []input{F(r, 4, 33, 5), C(0, 2)}, attrs: []ir.Attr{intA("keepdims", 0)}})
 	run(t, tc{typ: "ReduceSum", opset: 13, ins: []input{F(r, 3, 7)}})
@@ -449,6 +468,14 @@ func TestReductionsAndNorms(t *testing.T) {
 	run(t, tc{typ: "BatchNormalization", opset: 15, ins: bn(6), outs: []string{"y", "rm", "rv"}, attrs: []ir.Attr{intA("training_mode", 1), flt("momentum", 0.8)}})
 	run(t, tc{typ: "BatchNormalization", opset: 15, ins: bn(6)})
 	run(t, tc{typ: "BatchNormalization", opset: 9, ins: bn(4), outs: []string{"y", "rm", "rv", "sm", "sv"}})
+	// large planes: split statistics (ts_bn_partial) and y one element
+	// per thread (ts_bn_apply), in both modes
+	big := func(c int64) []input {
+		return []input{F(r, 3, c, 23, 29), F(r, c), F(r, c), F(r, c), Pos(r, c)}
+	}
+	run(t, tc{typ: "BatchNormalization", opset: 15, ins: big(5), outs: []string{"y", "rm", "rv"}, attrs: []ir.Attr{intA("training_mode", 1)}})
+	run(t, tc{typ: "BatchNormalization", opset: 9, ins: big(3), outs: []string{"y", "rm", "rv", "sm", "sv"}})
+	run(t, tc{typ: "BatchNormalization", opset: 15, ins: big(4)})
 }
 
 func TestWindows(t *testing.T) {
@@ -485,6 +512,12 @@ func TestWindows(t *testing.T) {
 		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: 4 * 7 * 7 * 5}) // row blocks
 		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: 0})
 	}
+	// long sums, few outputs: the direct kernel split into parts. A
+	// depthwise weight gradient's convolution (channels (group, image)
+	// of the input, the output gradient as a 24×24 kernel) and a dense
+	// one with a 9×9 kernel and a bias on the direct path
+	run(t, tc{typ: "Conv", ins: []input{F(r, 1, 24, 26, 26), F(r, 6, 4, 24, 24)}, attrs: []ir.Attr{intA("group", 6)}})
+	run(t, tc{typ: "Conv", ins: []input{F(r, 1, 8, 30, 30), F(r, 2, 8, 9, 9), F(r, 2)}, attrs: []ir.Attr{ints("pads", 1, 2, 0, 1)}, ws: 0})
 	convT := []struct {
 		x, w []int64
 		b    bool
@@ -493,6 +526,9 @@ func TestWindows(t *testing.T) {
 		{[]int64{2, 4, 5, 6}, []int64{4, 3, 3, 3}, true, []ir.Attr{ints("strides", 2, 2), ints("pads", 1, 1, 1, 1)}},
 		{[]int64{1, 4, 5, 5}, []int64{4, 2, 2, 3}, false, []ir.Attr{ints("strides", 2, 1), intA("group", 2), ints("output_padding", 1, 0)}},
 		{[]int64{2, 3, 7, 6}, []int64{3, 5, 3, 3}, false, []ir.Attr{ints("pads", 0, 1, 1, 0), ints("dilations", 2, 1)}},
+		// the GEMM path in blocks of 4 of the 6 output channels (the
+		// test's 64 KiB scratch holds 4 channels' columns), with a bias
+		{[]int64{2, 4, 20, 20}, []int64{4, 6, 3, 3}, true, []ir.Attr{ints("strides", 2, 2), ints("pads", 1, 0, 0, 1)}},
 	}
 	for _, c := range convT {
 		ins := []input{F(r, c.x...), F(r, c.w...)}
@@ -545,7 +581,7 @@ func TestTrainingSteps(t *testing.T) {
 		}
 		for _, op := range m.Graph.Order() {
 			stepOpTypes[op.Type] = true
-			lo := &launch.Op{Op: op, Opset: m.Opset(op.Domain), Workspace: 1 << 40, WorkspaceBytes: kernels.WorkspaceBytes(op)}
+			lo := &launch.Op{Op: op, Opset: m.Opset(op.Domain), Workspace: 1 << 40, WorkspaceBytes: kernels.WorkspaceBytes(op), Scratch: 1 << 41, ScratchBytes: 8 << 20}
 			addr := uint64(1 << 20)
 			tensor := func(v *ir.Value) *launch.Tensor {
 				if v == nil {

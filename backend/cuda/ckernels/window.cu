@@ -80,16 +80,40 @@ TS_KERNEL(ts_pool_f32) {
  * x * w. i[24] N, i[25] C, i[26] M, i[27] group; p[2] W (M, C/group,
  * k...), p[3] bias (0: none). Serves the depthwise case and any
  * convolution whose im2col block does not fit the scratch.
+ *
+ * Split (i[28] = parts > 1, p[4] the device's scratch): few outputs
+ * over a long sum (a depthwise convolution's weight gradient: the kernel
+ * is the output gradient, a whole map per channel). Work item t is part
+ * t % parts of output t / parts: the terms r ≡ part (mod parts) of the
+ * sum over r = (channel, tap), written as a double to p[4][t] (part 0
+ * adds the bias); ts_reduce_merge_f32 sums the parts in order.
  */
 TS_KERNEL(ts_conv_f32) {
 	float *y = (float *)a.p[0];
 	const float *x = (const float *)a.p[1], *w = (const float *)a.p[2], *bias = (const float *)a.p[3];
+	double *part = (double *)a.p[4];
 	long long C = a.i[25], M = a.i[26], grp = a.i[27], cg = C / grp, mg = M / grp;
 	long long inVol = G_INVOL, outVol = G_OUTVOL, kVol = G_KVOL;
+	long long parts = a.i[28] > 1 ? a.i[28] : 1;
 	TS_FOR(t) {
-		long long o = t % outVol, m = (t / outVol) % M, n = t / (outVol * M), g = m / mg;
+		long long u = t / parts, p0 = t % parts;
+		long long o = u % outVol, m = (u / outVol) % M, n = u / (outVol * M), g = m / mg;
 		long long oc[3] = {o / (G_OUT(1) * G_OUT(2)), (o / G_OUT(2)) % G_OUT(1), o % G_OUT(2)};
-		double acc = bias ? bias[m] : 0;
+		double acc = bias && p0 == 0 ? bias[m] : 0;
+		if (parts > 1) {
+			for (long long r = p0; r < cg * kVol; r += parts) {
+				long long c = r / kVol, kt = r % kVol;
+				long long kd = kt / (G_K(1) * G_K(2)), kh = (kt / G_K(2)) % G_K(1), kw = kt % G_K(2);
+				long long id = oc[0] * G_S(0) - G_PB(0) + kd * G_D(0);
+				long long ih = oc[1] * G_S(1) - G_PB(1) + kh * G_D(1);
+				long long iw = oc[2] * G_S(2) - G_PB(2) + kw * G_D(2);
+				if (id < 0 || id >= G_IN(0) || ih < 0 || ih >= G_IN(1) || iw < 0 || iw >= G_IN(2)) continue;
+				acc += (double)x[(n * C + g * cg + c) * inVol + (id * G_IN(1) + ih) * G_IN(2) + iw] *
+				       w[(m * cg + c) * kVol + kt];
+			}
+			part[t] = acc;
+			continue;
+		}
 		for (long long c = 0; c < cg; c++) {
 			const float *xp = x + (n * C + g * cg + c) * inVol;
 			const float *wp = w + (m * cg + c) * kVol;
@@ -182,4 +206,43 @@ TS_KERNEL(ts_bias_f32) {
 	float *y = (float *)a.p[0];
 	const float *b = (const float *)a.p[1];
 	TS_FOR(t) { y[t] += b[(t / a.i[1]) % a.i[0]]; }
+}
+
+/*
+ * ts_col2im_f32: the gather half of a ConvTranspose computed as a GEMM
+ * (launch's planConvTranspose): p[1] holds, for i[25] images and i[26]
+ * output channels, the columns cols[(image, channel, tap), input
+ * position] = sum over input channels of W·x. Each output element sums
+ * the columns of its taps (i*s - pb + k*d = o) in tap order, plus the
+ * bias p[3] (0: none), so no two threads write one element. p[0] is the
+ * first image's first channel of the block in y; i[24] is y's channel
+ * count (the image stride is i[24] planes). Work items: images ×
+ * channels × output plane.
+ */
+TS_KERNEL(ts_col2im_f32) {
+	float *y = (float *)a.p[0];
+	const float *cols = (const float *)a.p[1], *bias = (const float *)a.p[3];
+	long long M = a.i[24], mb = a.i[26];
+	long long inVol = G_INVOL, outVol = G_OUTVOL, kVol = G_KVOL;
+	TS_FOR(t) {
+		long long o = t % outVol, m = (t / outVol) % mb, j = t / (outVol * mb);
+		long long oc[3] = {o / (G_OUT(1) * G_OUT(2)), (o / G_OUT(2)) % G_OUT(1), o % G_OUT(2)};
+		const float *cp = cols + (j * mb + m) * kVol * inVol;
+		double acc = bias ? bias[m] : 0;
+		for (long long kd = 0; kd < G_K(0); kd++) {
+			long long pd = oc[0] + G_PB(0) - kd * G_D(0);
+			if (pd < 0 || pd % G_S(0) || pd / G_S(0) >= G_IN(0)) continue;
+			for (long long kh = 0; kh < G_K(1); kh++) {
+				long long ph = oc[1] + G_PB(1) - kh * G_D(1);
+				if (ph < 0 || ph % G_S(1) || ph / G_S(1) >= G_IN(1)) continue;
+				for (long long kw = 0; kw < G_K(2); kw++) {
+					long long pw = oc[2] + G_PB(2) - kw * G_D(2);
+					if (pw < 0 || pw % G_S(2) || pw / G_S(2) >= G_IN(2)) continue;
+					acc += cp[((kd * G_K(1) + kh) * G_K(2) + kw) * inVol +
+					          ((pd / G_S(0)) * G_IN(1) + ph / G_S(1)) * G_IN(2) + pw / G_S(2)];
+				}
+			}
+		}
+		y[(j * M + m) * outVol + o] = (float)acc;
+	}
 }

@@ -122,6 +122,11 @@ type Op struct {
 	// reference kernel's Workspace; Conv uses it for im2col blocks.
 	Workspace      uint64
 	WorkspaceBytes int64
+	// Scratch is the device's own scratch (ScratchBytes 0: none), outside
+	// the plan's pool like cuBLAS's workspace: the partials of a split
+	// reduction, used within the op's launch list only.
+	Scratch      uint64
+	ScratchBytes int64
 	// Host returns the bytes of input i when its value decides the
 	// launch (Slice's starts, Pad's pads, a reduction's axes, Dropout's
 	// ratio): a constant's data, or on a GPU a synchronous read.

@@ -72,6 +72,50 @@ func TestGPUMatchesCPU(t *testing.T) {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// bothDevices runs plan l on the CPU device and on GPU 0 and returns
+// both results and the GPU's name. The GPU runs twice: the first run
+// loads the kernels (the driver compiles the PTX), the second is the
+// one returned and timed.
+func bothDevices(t *testing.T, l *native.Loaded, in map[string][]byte) (got, want *executor.ProgramResult, gpu string) {
+	t.Helper()
+	cdev, err := cpu.New(l.Program.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err = l.Program.Run(context.Background(), cdev, executor.ProgramRun{Inputs: in}); err != nil {
+		t.Fatal(err)
+	}
+	gdev, err := New(0, l.Program.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gdev.Close()
+	for range 2 {
+		if got, err = l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, want, gdev.Name()
+}
+
+// lowered is m as a loaded native plan (lowered, encoded, checked).
+func lowered(t *testing.T, m *ir.Model, name string) *native.Loaded {
+	t.Helper()
+	p, err := native.Lower(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := native.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := native.Load(data, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func stepOf(t *testing.T, path string, batch int64) *ir.Model {
 	t.Helper()
 	m, err := compiler.Import(path, compiler.Options{Batch: batch})
@@ -105,40 +149,8 @@ func compareDevices(t *testing.T, path string, batch int64, frac float64) {
 			}
 		}
 	}
-	p, err := native.Lower(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := native.Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := native.Load(data, filepath.Base(path)+".tsplan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cdev, err := cpu.New(l.Program.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := l.Program.Run(context.Background(), cdev, executor.ProgramRun{Inputs: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gdev, err := New(0, l.Program.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gdev.Close()
-	// the first run loads the kernels (the driver compiles the PTX);
-	// the second is the one measured
-	if _, err := l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := lowered(t, m, filepath.Base(path)+".tsplan")
+	got, want, gpu := bothDevices(t, l, in)
 	for _, v := range m.Graph.Outputs {
 		if err := plantest.SameOutput(m.Graph, v.Name, got.Outputs[v.Name], want.Outputs[v.Name], gpuTol); err != nil {
 			t.Errorf("GPU vs CPU: %v", err)
@@ -149,7 +161,7 @@ func compareDevices(t *testing.T, path string, batch int64, frac float64) {
 	}
 	gs, cs := executor.Summarize(got.Timeline), executor.Summarize(want.Timeline)
 	t.Logf("%s b%d (%s): pool %d bytes; step GPU %v (compute busy %v, h2d %v, d2h %v), CPU %v",
-		filepath.Base(path), batch, gdev.Name(), l.Program.Pool, gs.Step.Round(time.Microsecond),
+		filepath.Base(path), batch, gpu, l.Program.Pool, gs.Step.Round(time.Microsecond),
 		gs.Compute.Busy.Round(time.Microsecond), gs.H2D.Busy.Round(time.Microsecond), gs.D2H.Busy.Round(time.Microsecond),
 		cs.Step.Round(time.Millisecond))
 	t.Logf("GPU compute time by op type: %s", byOpType(got.Timeline, 8))
@@ -200,35 +212,7 @@ func TestGPUTrace(t *testing.T) {
 			}
 		}
 	}
-	p, err := native.Lower(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := native.Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := native.Load(data, "trace.tsplan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cdev, err := cpu.New(l.Program.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := l.Program.Run(context.Background(), cdev, executor.ProgramRun{Inputs: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gdev, err := New(0, l.Program.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gdev.Close()
-	got, err := l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, want, _ := bothDevices(t, lowered(t, m, "trace.tsplan"), in)
 	// An op whose output error is far above its inputs' is where the
 	// devices part; one that only carries its inputs' error forward
 	// (however large, as through a batch-norm over two elements) is not.
@@ -296,18 +280,7 @@ func TestGPUStepTime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, err := native.Lower(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, err := native.Encode(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := native.Load(data, filepath.Base(path)+".tsplan")
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := lowered(t, m, filepath.Base(path)+".tsplan")
 			gdev, err := New(0, l.Program.Pool)
 			if err != nil {
 				t.Fatal(err)

@@ -137,6 +137,23 @@ TS_KERNEL(ts_conv_f32) {
 }
 
 /*
+ * ts_tconv_src is the input position (flat over the input plane) that
+ * tap kt (flat over the kernel) of a transposed convolution brings to
+ * output position oc, or -1 when none does: i*s - pb + k*d = o per dim.
+ * g is a kernel's integer parameters (the window layout above).
+ */
+TS_DEVICE long long ts_tconv_src(const long long *g, const long long oc[3], long long kt) {
+	long long k[3] = {kt / (g[8] * g[9]), (kt / g[9]) % g[8], kt % g[9]};
+	long long src = 0;
+	for (int d = 0; d < 3; d++) {
+		long long p = oc[d] + g[13 + d] - k[d] * g[19 + d];
+		if (p < 0 || p % g[10 + d] || p / g[10 + d] >= g[1 + d]) return -1;
+		src = src * g[1 + d] + p / g[10 + d];
+	}
+	return src;
+}
+
+/*
  * ts_conv_transpose_f32: direct transposed convolution, one thread per
  * output element (a gather, so no atomics): y[n,m,o] = bias[m] + sum of
  * x[n,c,i] * w[c, m mod M/group, k] over the group's input channels c
@@ -156,19 +173,9 @@ TS_KERNEL(ts_conv_transpose_f32) {
 		for (long long c = 0; c < cg; c++) {
 			const float *xp = x + (n * C + g * cg + c) * inVol;
 			const float *wp = w + ((g * cg + c) * mg + m % mg) * kVol;
-			for (long long kd = 0; kd < G_K(0); kd++) {
-				long long pd = oc[0] + G_PB(0) - kd * G_D(0);
-				if (pd < 0 || pd % G_S(0) || pd / G_S(0) >= G_IN(0)) continue;
-				for (long long kh = 0; kh < G_K(1); kh++) {
-					long long ph = oc[1] + G_PB(1) - kh * G_D(1);
-					if (ph < 0 || ph % G_S(1) || ph / G_S(1) >= G_IN(1)) continue;
-					for (long long kw = 0; kw < G_K(2); kw++) {
-						long long pw = oc[2] + G_PB(2) - kw * G_D(2);
-						if (pw < 0 || pw % G_S(2) || pw / G_S(2) >= G_IN(2)) continue;
-						acc += (double)xp[((pd / G_S(0)) * G_IN(1) + ph / G_S(1)) * G_IN(2) + pw / G_S(2)] *
-						       wp[(kd * G_K(1) + kh) * G_K(2) + kw];
-					}
-				}
+			for (long long kt = 0; kt < kVol; kt++) {
+				long long src = ts_tconv_src(a.i, oc, kt);
+				if (src >= 0) acc += (double)xp[src] * wp[kt];
 			}
 		}
 		y[t] = (float)acc;
@@ -229,19 +236,9 @@ TS_KERNEL(ts_col2im_f32) {
 		long long oc[3] = {o / (G_OUT(1) * G_OUT(2)), (o / G_OUT(2)) % G_OUT(1), o % G_OUT(2)};
 		const float *cp = cols + (j * mb + m) * kVol * inVol;
 		double acc = bias ? bias[m] : 0;
-		for (long long kd = 0; kd < G_K(0); kd++) {
-			long long pd = oc[0] + G_PB(0) - kd * G_D(0);
-			if (pd < 0 || pd % G_S(0) || pd / G_S(0) >= G_IN(0)) continue;
-			for (long long kh = 0; kh < G_K(1); kh++) {
-				long long ph = oc[1] + G_PB(1) - kh * G_D(1);
-				if (ph < 0 || ph % G_S(1) || ph / G_S(1) >= G_IN(1)) continue;
-				for (long long kw = 0; kw < G_K(2); kw++) {
-					long long pw = oc[2] + G_PB(2) - kw * G_D(2);
-					if (pw < 0 || pw % G_S(2) || pw / G_S(2) >= G_IN(2)) continue;
-					acc += cp[((kd * G_K(1) + kh) * G_K(2) + kw) * inVol +
-					          ((pd / G_S(0)) * G_IN(1) + ph / G_S(1)) * G_IN(2) + pw / G_S(2)];
-				}
-			}
+		for (long long kt = 0; kt < kVol; kt++) {
+			long long src = ts_tconv_src(a.i, oc, kt);
+			if (src >= 0) acc += cp[kt * inVol + src];
 		}
 		y[(j * M + m) * outVol + o] = (float)acc;
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/tsplit/tsplit/executor/cpu"
 	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/measure"
+	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/policy"
 )
 
@@ -303,4 +305,127 @@ func TestGPUStepTime(t *testing.T) {
 				best.H2D.Busy.Round(time.Microsecond), best.D2H.Busy.Round(time.Microsecond), byOpType(bestTL, 6))
 		}
 	}
+}
+
+// TestGPUPredicted checks the planner's step times against the GPU's
+// clock: a profile measured on the GPU (the unplanned step's op times
+// and per-op gap, timed as `tsplitc profile` times them on the CPU
+// device, and the device's copy bandwidth through its staging buffers),
+// then tsplit's plans into fractions of the peak, each run on the GPU
+// and its step compared with the plan's prediction.
+// TSPLIT_GPU_PREDICT lists model.onnx:batch pairs.
+func TestGPUPredicted(t *testing.T) {
+	list := os.Getenv("TSPLIT_GPU_PREDICT")
+	if list == "" {
+		t.Skip("set TSPLIT_GPU_PREDICT=model.onnx:batch,… on a machine with a GPU")
+	}
+	h2d, d2h := gpuCopyBandwidth(t, 256<<20)
+	t.Logf("copy bandwidth through the staging buffers: h2d %.2f GB/s, d2h %.2f GB/s", h2d/1e9, d2h/1e9)
+	for _, item := range strings.Split(list, ",") {
+		path, b, _ := strings.Cut(item, ":")
+		var batch int64
+		if _, err := fmt.Sscan(b, &batch); err != nil {
+			t.Fatalf("%q: want model.onnx:batch", item)
+		}
+		m := stepOf(t, path, batch)
+		in := plantest.Inputs(t, m)
+		rec := measure.NewRecorder(m)
+		order := m.Graph.Order()
+		l := lowered(t, m, filepath.Base(path)+".tsplan")
+		steps := gpuSteps(t, l, in, 6)
+		for _, tl := range steps[1:] {
+			for i := range order {
+				if i >= len(tl) || tl[i].Op == nil || tl[i].Op.Type != order[i].Type {
+					t.Fatalf("%s: the plan's timeline does not follow the step's op order at %d", path, i)
+				}
+			}
+			rec.Add(tl)
+		}
+		rec.H2D, rec.D2H = h2d, d2h
+		meas := rec.Measurements()
+		prof, err := measure.Build(meas, measure.BuildOptions{Name: "gpu-measured"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak := plantest.Peak(t, m)
+		for _, frac := range []float64{1, 0.8, 0.6, 0.4} {
+			c := m.Clone()
+			res, err := policy.Plan(context.Background(), c, policy.Tsplit, policy.Options{Budget: int64(float64(peak) * frac), Profile: prof})
+			if err != nil {
+				t.Logf("%s b%d at %.0f %%: %v", filepath.Base(path), batch, 100*frac, err)
+				continue
+			}
+			pl := lowered(t, c, filepath.Base(path)+".tsplan")
+			var ms []float64
+			var last executor.Summary
+			for _, tl := range gpuSteps(t, pl, in, 4)[1:] {
+				last = executor.Summarize(tl)
+				ms = append(ms, last.Step.Seconds())
+			}
+			got, want := measure.Median(ms), res.Report.Time
+			t.Logf("%s b%d at %3.0f %% of the peak: predicted %.2f ms, measured %.2f ms (median of 3), measured/predicted %.3f; base predicted %.2f ms; decisions %s; d2h %v, h2d %v busy",
+				filepath.Base(path), batch, 100*frac, 1e3*want, 1e3*got, got/want, 1e3*res.Report.BaseTime,
+				decisionCounts(res.Report), last.D2H.Busy.Round(time.Microsecond), last.H2D.Busy.Round(time.Microsecond))
+		}
+	}
+}
+
+// gpuSteps runs plan l n times on GPU 0 and returns the timelines.
+func gpuSteps(t *testing.T, l *native.Loaded, in map[string][]byte, n int) [][]executor.Record {
+	t.Helper()
+	gdev, err := New(0, l.Program.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gdev.Close()
+	var tls [][]executor.Record
+	for i := range n {
+		r, err := l.Program.Run(context.Background(), gdev, executor.ProgramRun{Inputs: in, Step: int64(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tls = append(tls, r.Timeline)
+	}
+	return tls
+}
+
+// gpuCopyBandwidth times n-byte copies each way through the device's
+// copy path (the staging buffers), median of five after one.
+func gpuCopyBandwidth(t *testing.T, n int64) (h2d, d2h float64) {
+	t.Helper()
+	dev, err := New(0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	host := make([]byte, n)
+	ref := executor.Ref{DType: ir.Uint8, Shape: ir.Shape{n}, Bytes: n}
+	var up, down []float64
+	for range 6 {
+		t0 := time.Now()
+		if err := dev.ToDevice(ref, host); err != nil {
+			t.Fatal(err)
+		}
+		up = append(up, time.Since(t0).Seconds())
+		t0 = time.Now()
+		if err := dev.ToHost(host, ref); err != nil {
+			t.Fatal(err)
+		}
+		down = append(down, time.Since(t0).Seconds())
+	}
+	return float64(n) / measure.Median(up[1:]), float64(n) / measure.Median(down[1:])
+}
+
+// decisionCounts counts a plan's decisions by option.
+func decisionCounts(r *passes.Report) string {
+	n := map[string]int{}
+	for _, d := range r.Decisions {
+		n[d.Option]++
+	}
+	keys := slices.Sorted(maps.Keys(n))
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, n[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -384,6 +384,9 @@ func gpuSteps(t *testing.T, l *native.Loaded, in map[string][]byte, n int) [][]e
 		if err != nil {
 			t.Fatal(err)
 		}
+		if r.Reach != l.Program.Pool {
+			t.Errorf("high-water %d bytes, the plan's pool %d", r.Reach, l.Program.Pool)
+		}
 		tls = append(tls, r.Timeline)
 	}
 	return tls

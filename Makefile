@@ -28,7 +28,7 @@ CUBLAS_SONAME ?= libcublas.so.13
 GOTAGS   ?= $(shell [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] && echo openblas)
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean ptx cuda-check test-gpu gpu-test-binary
+.PHONY: all build test test-go test-long fuzz bench lint proto models torch-models deps clean ptx cuda-check test-gpu gpu-test-binary unseen-sweep
 
 all: build
 
@@ -107,6 +107,15 @@ budget-sweep: build
 	./bin/tsplitc bench --budget-sweep -j 2 -o docs/benchmarks
 budget-sweep-small: build
 	./bin/tsplitc bench --budget-sweep --small -j 2 -o docs/benchmarks
+
+# Every policy over a budget sweep on exports no test was written for
+# (torchvision families at 224², a causal decoder, cross-attention):
+# fails when a compared policy beats tsplit, tsplit is not monotone, or
+# anything crashes. Long: about an hour on two cores.
+UNSEEN = mobilenet_v3_large:64 regnet_y_400mf:64 shufflenet_v2_x1_0:64 wide_resnet50_2:32 causal_decoder:64 cross_attention:64 efficientnet_b0:64
+unseen-sweep: build deps
+	$(PYTHON) scripts/unseen_exports.py testdata/unseen
+	$(PYTHON) scripts/policy_sweep.py ./bin/tsplitc docs/benchmarks/unseen_sweep.md $(addprefix testdata/unseen/,$(subst :,.onnx:,$(UNSEEN)))
 
 # Measured vs predicted step time (issue 13): the torchvision ResNet-18
 # and MobileNetV2 exports and the CI-sized transformer, profiled on the

@@ -148,6 +148,8 @@ type tc struct {
 	attrs []ir.Attr
 	ws    int64
 	step  int64
+	// scratch is the device scratch's size (0: testScratch, -1: none)
+	scratch int64
 }
 
 // run builds the op, runs the reference kernel and the launch list on
@@ -225,7 +227,14 @@ func run(t *testing.T, c tc) {
 		}
 	}
 	wsOff := place(ws)
-	scOff := place(testScratch)
+	scratch := c.scratch
+	switch scratch {
+	case 0:
+		scratch = testScratch
+	case -1:
+		scratch = 0
+	}
+	scOff := place(scratch)
 	pool := NewPool(size)
 	defer pool.Free()
 	all, _ := pool.Bytes(pool.Addr(0), size)
@@ -233,7 +242,7 @@ func run(t *testing.T, c tc) {
 		all[i] = 0x7f // unwritten outputs read as 3.4e38, not as zero
 	}
 	lo := &launch.Op{Op: op, Opset: c.opset, Workspace: pool.Addr(wsOff), WorkspaceBytes: ws, Step: c.step,
-		Scratch: pool.Addr(scOff), ScratchBytes: testScratch}
+		Scratch: pool.Addr(scOff), ScratchBytes: scratch}
 	for i, in := range c.ins {
 		var tt *launch.Tensor
 		if !in.absent() {
@@ -508,8 +517,12 @@ func TestWindows(t *testing.T) {
 		if c.b {
 			ins = append(ins, F(r, c.w[0]))
 		}
+		// several images per im2col (the scratch holds them), then one
+		// image at a time (no scratch) in the reference's workspace, in
+		// row blocks, and with no workspace (direct)
 		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: -1})
-		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: 4 * 7 * 7 * 5}) // row blocks
+		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: -1, scratch: -1})
+		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: 4 * 7 * 7 * 5, scratch: -1}) // row blocks
 		run(t, tc{typ: "Conv", ins: ins, attrs: c.a, ws: 0})
 	}
 	// long sums, few outputs: the direct kernel split into parts. A

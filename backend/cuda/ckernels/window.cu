@@ -186,14 +186,15 @@ TS_KERNEL(ts_conv_transpose_f32) {
  * ts_im2col_f32: rows [i[28], i[28]+i[29]) of the column matrix of one
  * image's group (p[1] points at its first channel): row r = c*kVol +
  * tap, column = output position; zero where the tap falls in padding.
- * Work items: rows × output volume.
+ * Work items: rows × output volume, or for several images (one after
+ * the other in p[0], i[31] elements apart in x) a multiple of it.
  */
 TS_KERNEL(ts_im2col_f32) {
 	float *col = (float *)a.p[0];
-	const float *x = (const float *)a.p[1];
-	long long inVol = G_INVOL, outVol = G_OUTVOL, kVol = G_KVOL;
+	long long inVol = G_INVOL, outVol = G_OUTVOL, kVol = G_KVOL, per = a.i[29] * outVol;
 	TS_FOR(t) {
-		long long o = t % outVol, r = a.i[28] + t / outVol;
+		const float *x = (const float *)a.p[1] + (t / per) * a.i[31];
+		long long o = t % outVol, r = a.i[28] + (t % per) / outVol;
 		long long c = r / kVol, k = r % kVol;
 		long long kc[3] = {k / (G_K(1) * G_K(2)), (k / G_K(2)) % G_K(1), k % G_K(2)};
 		long long oc[3] = {o / (G_OUT(1) * G_OUT(2)), (o / G_OUT(2)) % G_OUT(1), o % G_OUT(2)};

@@ -408,7 +408,31 @@ func planConv(o *Op) ([]Step, error) {
 			continue
 		}
 		kb := min(kb, kk)
-		for ni := int64(0); ni < n; ni++ {
+		// Several images at once where the scratch holds their whole
+		// column matrices: a convolution's weight gradient is a
+		// convolution whose images are the input's channels (hundreds)
+		// and whose outputs are the k·k taps, so one im2col and one
+		// thin GEMM per image was most of a ResNet's GPU step.
+		// Not for very long sums: cuBLAS splits a lone product's K
+		// across the GPU but not a batched one's, and ResNet-18's first
+		// weight gradients at 224² and batch 32 (K = 100 352, N = 9)
+		// took 2.7× longer batched (docs/cuda.md).
+		nb := o.ScratchBytes / (4 * kk * outVol)
+		if kk > batchedMaxK {
+			nb = 0
+		}
+		for ni := int64(0); nb >= 2 && ni < n; ni += nb {
+			nj := min(nb, n-ni)
+			ic := kernel("ts_im2col_f32", nj*kk*outVol)
+			ic.Args.P[0], ic.Args.P[1] = o.Scratch, x.Addr+uint64(4*(ni*c+gi*cg)*inVol)
+			g.put(&ic.Args)
+			ic.Args.I[28], ic.Args.I[29], ic.Args.I[31] = 0, kk, c*inVol
+			steps = append(steps, Step{Kernel: ic}, Step{Gemm: &Gemm{M: mg, N: outVol, K: kk, Alpha: 1,
+				A: wAddr, LDA: kk, B: o.Scratch, LDB: outVol,
+				C: y.Addr + uint64(4*(ni*m+gi*mg)*outVol), LDC: outVol,
+				Batch: nj, StrideB: kk * outVol, StrideC: m * outVol}})
+		}
+		for ni := int64(0); nb < 2 && ni < n; ni++ {
 			for k0 := int64(0); k0 < kk; k0 += kb {
 				rows := min(kb, kk-k0)
 				ic := kernel("ts_im2col_f32", rows*outVol)
@@ -466,6 +490,10 @@ func planConvTranspose(o *Op) ([]Step, error) {
 	k.Args.I[24], k.Args.I[25], k.Args.I[26], k.Args.I[27] = x.Shape[0], x.Shape[1], y.Shape[1], grp
 	return one(k), nil
 }
+
+// batchedMaxK is the longest sum a batched im2col product takes
+// (planConv).
+const batchedMaxK = 32 << 10
 
 // convTransposeGemm is an ungrouped ConvTranspose as cuBLAS products
 // and a gather (nil when the scratch holds no block): for a block of

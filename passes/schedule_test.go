@@ -82,3 +82,56 @@ func TestALAPSinksHoistedBackwardOps(t *testing.T) {
 		t.Error("ParseOrder accepted an unknown order")
 	}
 }
+
+// GradFirstOrder walks an output gradient's shortest branch first (the
+// weight gradient w1 before the data gradient da) and runs the first
+// layer's weight gradient wx, which reads a root of the walk (xt, from
+// the graph input only), right after the gradient dx it also reads,
+// which it frees; ALAPOrder keeps the order the step was built in
+// there and runs wx last.
+func TestGradFirstOrder(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 4)
+	a := b.Op("Relu", V(x))
+	y := b.Op("Tanh", V(a))
+	l := b.Op("Neg", V(y))
+	dy := b.Op("Sigmoid", V(l))
+	da := b.Op("Mul", V(dy, dy))
+	dx := b.Op("Neg", V(da))
+	dx2 := b.Op("Abs", V(da))
+	dx3 := b.Op("Neg", V(dx2))
+	w1 := b.Op("Exp", V(dy))
+	xt := b.Op("Abs", V(x))
+	wx := b.Op("Mul", V(xt, dx))
+	m := b.Return(dx3, w1, wx)
+	l.Def.Phase = ir.Loss
+	for _, v := range []*ir.Value{dy, da, dx, dx2, dx3, w1, xt, wx} {
+		v.Def.Phase = ir.Backward
+	}
+	for _, c := range []struct {
+		o    OpOrder
+		want []*ir.Value
+	}{
+		{OrderALAP, []*ir.Value{a, y, l, dy, da, dx, dx2, dx3, w1, xt, wx}},
+		{OrderGradFirst, []*ir.Value{a, y, l, dy, w1, da, dx, xt, wx, dx2, dx3}},
+	} {
+		order, err := OrderOf(m.Graph, c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.o, err)
+		}
+		if err := checkTopological(m.Graph, order); err != nil {
+			t.Errorf("%s: %v", c.o, err)
+		}
+		if len(order) != len(c.want) {
+			t.Fatalf("%s: %d ops, want %d", c.o, len(order), len(c.want))
+		}
+		for i, op := range order {
+			if op.Output(0) != c.want[i] {
+				t.Errorf("%s: position %d is %s, want %s", c.o, i, op.Output(0).Name, c.want[i].Name)
+			}
+		}
+	}
+	if o, err := ParseOrder("grad-first"); err != nil || o != OrderGradFirst {
+		t.Errorf("ParseOrder(grad-first) = %q, %v", o, err)
+	}
+}

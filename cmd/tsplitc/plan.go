@@ -52,7 +52,7 @@ func (f *planFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.policy, "policy", "tsplit", "memory policy: "+strings.Join(policy.Names(), ", "))
 	fl.BoolVar(&f.offload, "offload", false, "tsplit: keep the parameters and optimizer state on the host where they cannot stay on the device (off by default: the host's cost model is not measured yet; docs/offload.md)")
 	fl.StringVar(&f.update, "update", "auto", "where a plan that keeps the parameters and optimizer state on the host runs the optimizer update: auto (the faster simulated step), device, host (docs/offload.md)")
-	fl.StringVar(&f.order, "order", "auto", "op order to plan under: auto (tsplit plans under every order and keeps the fastest plan; other policies use their own), dfs (TSPLIT Alg. 1), alap (depth-first forward, backward as late as possible), as-built")
+	fl.StringVar(&f.order, "order", "auto", "op order to plan under: auto (tsplit plans under every order and keeps the fastest plan; other policies use their own), dfs (TSPLIT Alg. 1), alap (depth-first forward, backward as late as possible), as-built, grad-first (alap with each weight gradient before the data gradient)")
 	fl.StringArrayVar(&f.params, "policy-param", nil, "a parameter of the policy, NAME=VALUE (repeatable, or comma-separated: lb=2,ub=8); see the list above")
 	fl.StringArrayVarP(&f.debug, "debug", "d", nil, "debug flags: dump-after=PASS (IR text to stderr after a pass: plan, plan/round-2/insert, a pattern, or insert for every round), time (every pass's time to stderr)")
 	fl.StringVar(&f.report, "report", "", "also write a plan report: FILE.html (memory timeline, decisions, overhead), FILE.svg (timeline) or FILE.json (data)")

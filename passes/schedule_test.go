@@ -135,3 +135,60 @@ func TestGradFirstOrder(t *testing.T) {
 		t.Errorf("ParseOrder(grad-first) = %q, %v", o, err)
 	}
 }
+
+// Reorder computes an order from the step as built once: a second copy
+// reordered takes the first one's result, which is the order computed
+// afresh on it, and each copy stays a permutation of its own ops.
+func TestReorderKeepsComputedOrders(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 4)
+	a := b.Op("Relu", V(x))
+	y := b.Op("Tanh", V(a))
+	l := b.Op("Neg", V(y))
+	dy := b.Op("Sigmoid", V(l))
+	mask := b.Op("Abs", V(a))
+	da := b.Op("Mul", V(dy, mask))
+	dx := b.Op("Neg", V(da))
+	m := b.Return(dx)
+	l.Def.Phase = ir.Loss
+	for _, v := range []*ir.Value{dy, mask, da, dx} {
+		v.Def.Phase = ir.Backward
+	}
+	s := NewState(m, nil)
+	if err := s.Run(Schedule); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range Orders {
+		// The order computed afresh, on a copy in the as-built order
+		// (Schedule left s's graph depth-first).
+		c := s.Model.Clone()
+		if err := s.Fork(c, nil, "probe").Reorder(OrderAsBuilt); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := OrderOf(c.Graph, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n < 2; n++ {
+			f := s.Fork(s.Model.Clone(), nil, "copy")
+			if err := f.Reorder(o); err != nil {
+				t.Fatalf("%s, copy %d: %v", o, n, err)
+			}
+			got := f.Model.Graph.Order()
+			if len(got) != len(fresh) {
+				t.Fatalf("%s, copy %d: %d ops, want %d", o, n, len(got), len(fresh))
+			}
+			for i := range got {
+				if got[i].ID != fresh[i].ID || got[i].Graph() != f.Model.Graph {
+					t.Errorf("%s, copy %d: position %d is %s, want %s", o, n, i, got[i].Describe(), fresh[i].Describe())
+				}
+			}
+		}
+		s.asBuilt.mu.Lock()
+		_, kept := s.asBuilt.orders[o]
+		s.asBuilt.mu.Unlock()
+		if !kept {
+			t.Errorf("%s: not kept after Reorder", o)
+		}
+	}
+}

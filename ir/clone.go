@@ -20,15 +20,41 @@ func (m *Model) Clone() *Model {
 // Clone returns an independent copy of the graph (see Model.Clone).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Src: g.Src, byName: make(map[string]*Value, len(g.byName)), opNames: maps.Clone(g.opNames)}
+	// The copies live in a few large arrays (slabs) rather than one
+	// allocation per value, op, operand list and use list: a search
+	// clones the whole training graph for every plan it makes. Each
+	// list is a full slice expression of its slab (capacity = length),
+	// so an append to one moves it out instead of writing over the next.
+	var nValues, nOps, nOperands, nUses, nAttrs int
+	for _, v := range g.values {
+		if v != nil {
+			nValues++
+			nUses += len(v.uses)
+		}
+	}
+	for _, o := range g.ops {
+		if o != nil {
+			nOps++
+			nOperands += len(o.inputs) + len(o.outputs)
+			nAttrs += len(o.Attrs)
+		}
+	}
+	valueSlab := make([]Value, nValues)
+	opSlab := make([]Op, nOps)
+	operands := make([]*Value, nOperands)
+	useSlab := make([]Use, nUses)
+	attrSlab := make([]Attr, nAttrs)
 	c.values = make([]*Value, len(g.values))
 	for i, v := range g.values {
 		if v == nil {
 			continue
 		}
-		nv := *v
+		nv := &valueSlab[0]
+		valueSlab = valueSlab[1:]
+		*nv = *v
 		nv.g, nv.Def, nv.Next, nv.uses = c, nil, nil, nil
-		c.values[i] = &nv
-		c.byName[nv.Name] = &nv
+		c.values[i] = nv
+		c.byName[nv.Name] = nv
 	}
 	val := func(v *Value) *Value {
 		if v == nil {
@@ -36,23 +62,36 @@ func (g *Graph) Clone() *Graph {
 		}
 		return c.values[v.ID]
 	}
+	// take returns the next n operand slots.
+	take := func(n int) []*Value {
+		out := operands[:n:n]
+		operands = operands[n:]
+		return out
+	}
 	c.ops = make([]*Op, len(g.ops))
 	for i, o := range g.ops {
 		if o == nil {
 			continue
 		}
-		no := *o
+		no := &opSlab[0]
+		opSlab = opSlab[1:]
+		*no = *o
 		no.g = c
-		no.Attrs = append([]Attr(nil), o.Attrs...)
-		no.inputs = make([]*Value, len(o.inputs))
+		no.Attrs = nil // as a copy of an empty list: nil
+		if k := len(o.Attrs); k > 0 {
+			no.Attrs = attrSlab[:k:k]
+			attrSlab = attrSlab[k:]
+			copy(no.Attrs, o.Attrs)
+		}
+		no.inputs = take(len(o.inputs))
 		for j, v := range o.inputs {
 			no.inputs[j] = val(v)
 		}
-		no.outputs = make([]*Value, len(o.outputs))
+		no.outputs = take(len(o.outputs))
 		for j, v := range o.outputs {
 			no.outputs[j] = val(v)
 		}
-		c.ops[i] = &no
+		c.ops[i] = no
 	}
 	for i, v := range g.values {
 		if v == nil {
@@ -63,9 +102,11 @@ func (g *Graph) Clone() *Graph {
 		if v.Def != nil {
 			nv.Def = c.ops[v.Def.ID]
 		}
-		nv.uses = make([]Use, len(v.uses))
-		for k, u := range v.uses {
-			nv.uses[k] = Use{Op: c.ops[u.Op.ID], Index: u.Index}
+		k := len(v.uses)
+		nv.uses = useSlab[:k:k]
+		useSlab = useSlab[k:]
+		for j, u := range v.uses {
+			nv.uses[j] = Use{Op: c.ops[u.Op.ID], Index: u.Index}
 		}
 	}
 	c.order = make([]*Op, len(g.order))

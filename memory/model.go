@@ -153,7 +153,11 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 	order := g.Order()
 	n := len(order)
 	pos := g.Position()
-	m := &Model{Order: order, ByValue: make([]int, g.NumValueIDs()), WorkspaceAt: make([]int, n), PeakAt: -1}
+	// Every value has at most one interval and every op at most one
+	// workspace: with room for both, the intervals are never copied as
+	// they grow (the planner analyzes every round of every variant).
+	m := &Model{Order: order, ByValue: make([]int, g.NumValueIDs()), WorkspaceAt: make([]int, n), PeakAt: -1,
+		Intervals: make([]Interval, 0, g.NumValueIDs()+n)}
 	for i := range m.WorkspaceAt {
 		m.WorkspaceAt[i] = -1
 	}
@@ -372,24 +376,47 @@ func Analyze(g *ir.Graph, opts Options) (*Model, error) {
 // op its allocations (outputs, then workspace) and, after it, the frees
 // of everything whose life ends there (in interval order).
 func events(m *Model, n int) []Event {
-	var ev []Event
-	startAt := make([][]int, n)
-	endAt := make([][]int, n)
+	// A counting sort by position, stable in interval order: the
+	// intervals starting (ending) at i are startIdx[startOff[i]:startOff[i+1]]
+	// (endIdx likewise); one slice each instead of one per position.
+	startOff := make([]int, n+1)
+	endOff := make([]int, n+1)
+	frees := 0
+	for _, iv := range m.Intervals {
+		if iv.Start >= 0 {
+			startOff[iv.Start+1]++
+		}
+		if iv.End < n && iv.End >= 0 {
+			endOff[iv.End+1]++
+			frees++
+		}
+	}
+	for i := 0; i < n; i++ {
+		startOff[i+1] += startOff[i]
+		endOff[i+1] += endOff[i]
+	}
+	startIdx := make([]int, startOff[n])
+	endIdx := make([]int, endOff[n])
+	nextStart := append([]int(nil), startOff[:n]...)
+	nextEnd := append([]int(nil), endOff[:n]...)
+	ev := make([]Event, 0, len(m.Intervals)+frees)
 	for idx, iv := range m.Intervals {
 		if iv.Start < 0 {
 			ev = append(ev, Event{Pos: -1, Interval: idx})
 		} else {
-			startAt[iv.Start] = append(startAt[iv.Start], idx)
+			startIdx[nextStart[iv.Start]] = idx
+			nextStart[iv.Start]++
 		}
 		if iv.End < n && iv.End >= 0 {
-			endAt[iv.End] = append(endAt[iv.End], idx)
+			endIdx[nextEnd[iv.End]] = idx
+			nextEnd[iv.End]++
 		}
 	}
 	for i := 0; i < n; i++ {
-		for _, idx := range startAt[i] {
+		for _, idx := range startIdx[startOff[i]:startOff[i+1]] {
 			ev = append(ev, Event{Pos: i, Interval: idx})
 		}
-		for _, idx := range endAt[i] {
+		for _, idx := range endIdx[endOff[i]:endOff[i+1]] {
 			ev = append(ev, Event{Pos: i, Free: true, Interval: idx})
 		}
 	}

@@ -211,14 +211,20 @@ func (m *DimMap) Simple() bool {
 // Parts cuts [0, n) into p contiguous ranges whose sizes differ by at
 // most one, the larger ones first: the micro-tensors of a p-way split.
 func Parts(n int64, p int) [][2]int64 {
-	var out [][2]int64
+	return AppendParts(nil, n, p)
+}
+
+// AppendParts appends Parts(n, p) to dst: a caller that asks for the
+// parts of many splits (the planner's cost of each candidate split)
+// reuses one buffer.
+func AppendParts(dst [][2]int64, n int64, p int) [][2]int64 {
 	lo := int64(0)
 	for k := 0; k < p && lo < n; k++ {
 		hi := lo + (n-lo+int64(p-k)-1)/int64(p-k)
-		out = append(out, [2]int64{lo, hi})
+		dst = append(dst, [2]int64{lo, hi})
 		lo = hi
 	}
-	return out
+	return dst
 }
 
 // MicroAttrs returns the attributes of the micro-op of op computing
@@ -325,8 +331,13 @@ func AnalyzeFT(m *ir.Model) *FTResult { return (*FTCache)(nil).analyze(m) }
 // afresh each time. The zero value is empty; a nil *FTCache keeps
 // nothing.
 type FTCache struct {
-	mu  sync.Mutex
-	ops map[*ir.Op]ftEntry
+	mu sync.Mutex
+	// ops is indexed by OpID (IDs are dense); an entry holds for the op
+	// it names only (op), as a map keyed by the op would.
+	ops []ftEntry
+	// slab is where entries' value lists are cut from: one allocation
+	// for many ops (each fork's first round fills an entry per op).
+	slab []*ir.Value
 	// shared is what the forks of one root state have mapped (Fork): a
 	// search plans many copies of one graph, and each copy's first round
 	// used to map every op again (tsplit's search on BERT-large: a
@@ -335,6 +346,7 @@ type FTCache struct {
 }
 
 type ftEntry struct {
+	op     *ir.Op
 	values []*ir.Value // the op's inputs, then its outputs, when mapped
 	maps   []DimMap
 }
@@ -359,20 +371,6 @@ type ftShared struct {
 // copies a search plans.
 func newFTShared(m *ir.Model) *ftShared {
 	return &ftShared{opIDs: ir.OpID(m.Graph.NumOpIDs()), valueIDs: ir.ValueID(m.Graph.NumValueIDs())}
-}
-
-// source says op and the values it reads and writes (keys) are the
-// source graph's.
-func (sh *ftShared) source(op *ir.Op, keys []ftValueKey) bool {
-	if op.ID >= sh.opIDs {
-		return false
-	}
-	for _, k := range keys {
-		if k.id >= sh.valueIDs {
-			return false
-		}
-	}
-	return true
 }
 
 type ftSharedEntry struct {
@@ -402,20 +400,51 @@ func ftKeys(op *ir.Op) []ftValueKey {
 }
 
 // get returns a copy of op's maps where another copy of the graph
-// mapped the same op (the copy's own: analyze sets their Kinds).
-func (sh *ftShared) get(op *ir.Op, keys []ftValueKey) ([]DimMap, bool) {
+// mapped the same op (the copy's own: analyze sets their Kinds). It
+// compares op's values with the entry's keys in place (ftKeys of op,
+// without building them: every fork's first round asks for every op).
+func (sh *ftShared) get(op *ir.Op) ([]DimMap, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, ok := sh.ops[op.ID]
-	if !ok || e.name != op.Name || e.typ != op.Type || e.domain != op.Domain || len(e.values) != len(keys) {
+	ins, outs := op.Inputs(), op.Outputs()
+	if !ok || e.name != op.Name || e.typ != op.Type || e.domain != op.Domain || len(e.values) != len(ins)+len(outs) {
 		return nil, false
 	}
-	for i, k := range keys {
-		if e.values[i].id != k.id || e.values[i].dtype != k.dtype || !e.values[i].shape.Equal(k.shape) {
+	for i, k := range e.values {
+		var v *ir.Value
+		if i < len(ins) {
+			v = ins[i]
+		} else {
+			v = outs[i-len(ins)]
+		}
+		if v == nil {
+			if k.id != -1 {
+				return nil, false
+			}
+			continue
+		}
+		if k.id != v.ID || k.dtype != v.DType || !k.shape.Equal(v.Shape) {
 			return nil, false
 		}
 	}
 	return slices.Clone(e.maps), true
+}
+
+// sourceOp says op and the values it reads and writes are the source
+// graph's.
+func (sh *ftShared) sourceOp(op *ir.Op) bool {
+	if op.ID >= sh.opIDs {
+		return false
+	}
+	for _, list := range [][]*ir.Value{op.Inputs(), op.Outputs()} {
+		for _, v := range list {
+			if v != nil && v.ID >= sh.valueIDs {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (sh *ftShared) put(op *ir.Op, keys []ftValueKey, maps []DimMap) {
@@ -439,28 +468,34 @@ func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ins, outs := op.Inputs(), op.Outputs()
-	if e, ok := c.ops[op]; ok && len(e.values) == len(ins)+len(outs) &&
-		slices.Equal(e.values[:len(ins)], ins) && slices.Equal(e.values[len(ins):], outs) {
-		return e.maps
+	id := int(op.ID)
+	if id < len(c.ops) {
+		if e := &c.ops[id]; e.op == op && len(e.values) == len(ins)+len(outs) &&
+			slices.Equal(e.values[:len(ins)], ins) && slices.Equal(e.values[len(ins):], outs) {
+			return e.maps
+		}
 	}
-	e := ftEntry{values: append(slices.Clone(ins), outs...)}
-	var keys []ftValueKey
-	if c.shared != nil {
-		keys = ftKeys(op)
+	k := len(ins) + len(outs)
+	if len(c.slab) < k {
+		c.slab = make([]*ir.Value, max(k, 4096))
 	}
-	if keys != nil && c.shared.source(op, keys) {
+	e := ftEntry{op: op, values: c.slab[:0:k]}
+	c.slab = c.slab[k:]
+	e.values = append(append(e.values, ins...), outs...)
+	if c.shared != nil && c.shared.sourceOp(op) {
 		var ok bool
-		if e.maps, ok = c.shared.get(op, keys); !ok {
+		if e.maps, ok = c.shared.get(op); !ok {
 			e.maps = ftValid(op, ftMaps(op, opset))
-			c.shared.put(op, keys, e.maps)
+			c.shared.put(op, ftKeys(op), e.maps)
 		}
 	} else {
 		e.maps = ftValid(op, ftMaps(op, opset))
 	}
-	if c.ops == nil {
-		c.ops = map[*ir.Op]ftEntry{}
+	if n := len(c.ops); id >= n {
+		c.ops = slices.Grow(c.ops, id+1-n)[:id+1]
+		clear(c.ops[n:])
 	}
-	c.ops[op] = e
+	c.ops[id] = e
 	return e.maps
 }
 

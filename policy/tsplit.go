@@ -789,6 +789,10 @@ type planner struct {
 	activeAt int
 	// splitDone marks ops already split in this round.
 	splitDone map[ir.OpID]bool
+	// cands is candidates' result, reused from one bottleneck to the
+	// next: a fresh slice per bottleneck was a fifth of the bytes a
+	// search allocates (BERT-large).
+	cands []candidate
 
 	// PeakFirst walks the bottlenecks from the peak down (walk).
 	PeakFirst bool
@@ -871,7 +875,9 @@ type splitCostOf struct {
 
 func (pl *planner) splitCost(op *ir.Op, dm *passes.DimMap, p int) splitCostOf {
 	var c splitCostOf
-	parts := passes.Parts(dm.Extent, p)
+	// At most the largest of splitPNums parts: on the stack.
+	var buf [64][2]int64
+	parts := passes.AppendParts(buf[:0], dm.Extent, p)
 	for j, x := range op.Inputs() {
 		if x == nil || j >= len(dm.Inputs) {
 			continue
@@ -1119,8 +1125,9 @@ func (pl *planner) best(i int) *candidate {
 // candidates lists the non-split options at bottleneck i: every
 // activation live across i that op i does not read, evicted over the
 // gap of its uses that contains i.
+// The slice is pl.cands: valid until the next call.
 func (pl *planner) candidates(i int) []candidate {
-	var out []candidate
+	out := pl.cands[:0]
 	op := pl.Mem.Order[i]
 	var tried []int32 // the units whose segment candidate was made
 	for _, idx := range pl.liveAt(i) {
@@ -1168,6 +1175,7 @@ func (pl *planner) candidates(i int) []candidate {
 			}
 		}
 	}
+	pl.cands = out
 	return out
 }
 

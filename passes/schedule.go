@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -228,13 +229,15 @@ func dfsOrder(g *ir.Graph, shortFirst bool) ([]*ir.Op, error) {
 	for _, op := range cur {
 		lazy[op.ID] = len(op.Inputs()) == 0
 	}
+	// seenBy[p] is the last op (ID+1) that counted producer p: an op
+	// counts each producer once however many of its values it reads.
+	seenBy := make([]ir.OpID, n)
 	for _, op := range cur {
-		seen := map[ir.OpID]bool{}
 		for _, v := range op.Inputs() {
-			if v == nil || v.Def == nil || seen[v.Def.ID] {
+			if v == nil || v.Def == nil || seenBy[v.Def.ID] == op.ID+1 {
 				continue
 			}
-			seen[v.Def.ID] = true
+			seenBy[v.Def.ID] = op.ID + 1
 			if !lazy[v.Def.ID] {
 				preds[op.ID]++
 			}
@@ -317,7 +320,8 @@ func dfsOrder(g *ir.Graph, shortFirst bool) ([]*ir.Op, error) {
 }
 
 func sortByPos(ops []*ir.Op, pos []int) {
-	sort.Slice(ops, func(i, j int) bool { return pos[ops[i].ID] < pos[ops[j].ID] })
+	// Positions are distinct: the unstable sort is deterministic.
+	slices.SortFunc(ops, func(a, b *ir.Op) int { return pos[a.ID] - pos[b.ID] })
 }
 
 // ALAPOrder is Alg. 1's depth-first order with every hoisted backward

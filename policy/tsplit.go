@@ -93,7 +93,7 @@ func (t *tsplit) LowerBound(c *Context) int64 {
 // smallest.
 func (t *tsplit) PlanStep(s *passes.State) error {
 	if s.Opts.Order != passes.OrderAuto {
-		return t.planSplitOrNot(s)
+		return t.planSplitOrNot(s, nil)
 	}
 	snap := s.Model.Clone()
 	f, err := t.planAt(s, snap, "", 0, s.Opts.Update)
@@ -584,7 +584,19 @@ func (t *tsplit) planIn(s *passes.State, snap *ir.Model, o passes.OpOrder, opts 
 	if err := f.Reorder(o); err != nil {
 		return f, err
 	}
-	return f, t.planSplitOrNot(f)
+	// The graph planSplitOrNot plans again without splits is this one
+	// before planning: another copy of snap in order o, made only where
+	// needed (copying it up front was half the search's graph copies,
+	// and BERT-large's plans never split).
+	before := func() (*ir.Model, error) {
+		var m *ir.Model
+		s.Locked(func() { m = snap.Clone() })
+		if err := s.Fork(m, opts, name).Reorder(o); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	return f, t.planSplitOrNot(f, before)
 }
 
 // Simulate-and-repair's re-plans (repair): always up to minRepairs;
@@ -702,15 +714,25 @@ func chargeStalls(f *passes.State, pen map[string]float64) bool {
 // contains splits or fails, the swap/recompute-only plan (TsplitNoSplit)
 // is made on a copy of the graph taken before planning, and the one with
 // the shorter simulated step (or the one that exists) is kept.
-// Report.Chosen says which.
-func (t *tsplit) planSplitOrNot(s *passes.State) error {
+// Report.Chosen says which. before makes a copy of s's graph as it is
+// before planning (nil: planSplitOrNot copies it first).
+func (t *tsplit) planSplitOrNot(s *passes.State, before func() (*ir.Model, error)) error {
 	if !t.split || s.Opts.NoSwap {
 		return passes.PlanRounds(s, t)
 	}
-	snap := s.Model.Clone()
+	var snap *ir.Model
+	if before == nil {
+		snap = s.Model.Clone()
+	}
 	err := passes.PlanRounds(s, t)
 	if err == nil && s.Report.Split == 0 {
 		return nil
+	}
+	if before != nil {
+		var berr error
+		if snap, berr = before(); berr != nil {
+			return berr
+		}
 	}
 	opts := *s.Opts
 	opts.Policy = TsplitNoSplit

@@ -349,6 +349,13 @@ type ftEntry struct {
 	op     *ir.Op
 	values []*ir.Value // the op's inputs, then its outputs, when mapped
 	maps   []DimMap
+	// shared: maps is the shared store's (ftShared.get), which no one
+	// writes: analyze copies it before setting a Kind that differs.
+	shared bool
+	// put: maps was made here for the shared store, which analyze gives
+	// it once the Kinds are set (so that other copies, whose labels give
+	// the same Kinds, need not copy it).
+	put bool
 }
 
 // ftShared keeps op maps across copies of a graph, by op ID: ir.Graph
@@ -362,9 +369,9 @@ type ftEntry struct {
 // or constant inputs (a Slice's bounds) differ.
 type ftShared struct {
 	mu       sync.Mutex
-	ops      map[ir.OpID]ftSharedEntry
-	opIDs    ir.OpID    // ops with a smaller ID are the source graph's
-	valueIDs ir.ValueID // likewise for values
+	ops      []ftSharedEntry // by OpID, below opIDs
+	opIDs    ir.OpID         // ops with a smaller ID are the source graph's
+	valueIDs ir.ValueID      // likewise for values
 }
 
 // newFTShared shares the maps of the ops of m's graph, the source of the
@@ -374,6 +381,7 @@ func newFTShared(m *ir.Model) *ftShared {
 }
 
 type ftSharedEntry struct {
+	set               bool
 	name, typ, domain string
 	values            []ftValueKey
 	maps              []DimMap
@@ -399,16 +407,18 @@ func ftKeys(op *ir.Op) []ftValueKey {
 	return out
 }
 
-// get returns a copy of op's maps where another copy of the graph
-// mapped the same op (the copy's own: analyze sets their Kinds). It
-// compares op's values with the entry's keys in place (ftKeys of op,
+// get returns op's maps where another copy of the graph mapped the same
+// op, read only (ftEntry.shared). It compares op's values with the entry's keys in place (ftKeys of op,
 // without building them: every fork's first round asks for every op).
 func (sh *ftShared) get(op *ir.Op) ([]DimMap, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, ok := sh.ops[op.ID]
+	if int(op.ID) >= len(sh.ops) {
+		return nil, false
+	}
+	e := &sh.ops[op.ID]
 	ins, outs := op.Inputs(), op.Outputs()
-	if !ok || e.name != op.Name || e.typ != op.Type || e.domain != op.Domain || len(e.values) != len(ins)+len(outs) {
+	if !e.set || e.name != op.Name || e.typ != op.Type || e.domain != op.Domain || len(e.values) != len(ins)+len(outs) {
 		return nil, false
 	}
 	for i, k := range e.values {
@@ -428,7 +438,7 @@ func (sh *ftShared) get(op *ir.Op) ([]DimMap, bool) {
 			return nil, false
 		}
 	}
-	return slices.Clone(e.maps), true
+	return e.maps, true
 }
 
 // sourceOp says op and the values it reads and writes are the source
@@ -450,17 +460,17 @@ func (sh *ftShared) sourceOp(op *ir.Op) bool {
 func (sh *ftShared) put(op *ir.Op, keys []ftValueKey, maps []DimMap) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.ops == nil {
-		sh.ops = map[ir.OpID]ftSharedEntry{}
+	if int(op.ID) >= len(sh.ops) {
+		sh.ops = append(sh.ops, make([]ftSharedEntry, int(sh.opIDs)-len(sh.ops))...)
 	}
-	sh.ops[op.ID] = ftSharedEntry{name: op.Name, typ: op.Type, domain: op.Domain, values: keys, maps: slices.Clone(maps)}
+	sh.ops[op.ID] = ftSharedEntry{set: true, name: op.Name, typ: op.Type, domain: op.Domain, values: keys, maps: slices.Clone(maps)}
 }
 
 // maps returns op's valid split maps (ftMaps, ftValid), from the cache
 // when op still reads and writes the values it did. A cached slice is
-// shared with the cache: analyze only sets its Kinds, which the labels of
-// the same values give again, and one state's rounds analyze one at a
-// time.
+// the cache's: analyze sets its Kinds only through own, which copies a
+// slice of the shared store first, and one state's rounds analyze one
+// at a time.
 func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 	if c == nil {
 		return ftValid(op, ftMaps(op, opset))
@@ -485,9 +495,9 @@ func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 	if c.shared != nil && c.shared.sourceOp(op) {
 		var ok bool
 		if e.maps, ok = c.shared.get(op); !ok {
-			e.maps = ftValid(op, ftMaps(op, opset))
-			c.shared.put(op, ftKeys(op), e.maps)
+			e.maps, e.put = ftValid(op, ftMaps(op, opset)), true
 		}
+		e.shared = ok
 	} else {
 		e.maps = ftValid(op, ftMaps(op, opset))
 	}
@@ -497,6 +507,35 @@ func (c *FTCache) maps(op *ir.Op, opset int64) []DimMap {
 	}
 	c.ops[id] = e
 	return e.maps
+}
+
+// own returns op's cached maps, which analyze may write: a copy where
+// they are the shared store's (the entry keeps the copy).
+func (c *FTCache) own(op *ir.Op, maps []DimMap) []DimMap {
+	if c == nil {
+		return maps // made for this analysis
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := &c.ops[op.ID]
+	if e.shared {
+		e.maps, e.shared = slices.Clone(e.maps), false
+	}
+	return e.maps
+}
+
+// share gives the shared store op's maps where this cache made them
+// for it (ftEntry.put), once analyze has set their Kinds.
+func (c *FTCache) share(op *ir.Op) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := &c.ops[op.ID]; e.put {
+		c.shared.put(op, ftKeys(op), e.maps)
+		e.put = false
+	}
 }
 
 func (c *FTCache) analyze(m *ir.Model) *FTResult {
@@ -538,14 +577,18 @@ func (c *FTCache) analyze(m *ir.Model) *FTResult {
 	for _, op := range g.Order() {
 		maps := c.maps(op, m.Opset(op.Domain))
 		for i := range maps {
-			dm := &maps[i]
-			dm.Kind = SampleSplit
-			for j, in := range dm.Inputs {
+			kind := SampleSplit
+			for j, in := range maps[i].Inputs {
 				if in.Dim >= 0 && label(op.Input(j), in.Dim) {
-					dm.Kind = ParameterSplit
+					kind = ParameterSplit
 				}
 			}
+			if maps[i].Kind != kind {
+				maps = c.own(op, maps)
+				maps[i].Kind = kind
+			}
 		}
+		c.share(op)
 		if len(maps) > 0 {
 			res.ByOp[op.ID] = maps
 		}

@@ -368,7 +368,9 @@ func PlanRounds(s *State, pol Policy) error {
 		if lowerBound < 0 {
 			lowerBound = 0
 			if lb, ok := pol.(LowerBounder); ok {
-				lowerBound = lb.LowerBound(&PolicyContext{Model: s.Model, G: g, Mem: base, TL: baseTL, Prof: p, Budget: budget, Opts: s.Opts})
+				// With the state's FT maps: the first round maps the
+				// same graph and finds them there.
+				lowerBound = lb.LowerBound(&PolicyContext{Model: s.Model, G: g, Mem: base, TL: baseTL, Prof: p, Budget: budget, Opts: s.Opts, FT: &s.ft})
 			}
 		}
 		return lowerBound

@@ -80,6 +80,25 @@ func chainClonable(v *ir.Value) bool {
 	return passes.Clonable(v) && v.Def.Phase == ir.Forward
 }
 
+// chainClonable is chainClonable(v), asked of the schema registry once
+// per value and round: every candidate's chain asks it of each input it
+// reaches, and the registry's lookups were a twentieth of a search's
+// time (BERT-large). The graph does not change while a round decides.
+func (pl *planner) chainClonable(v *ir.Value) bool {
+	if int(v.ID) >= len(pl.clonable) {
+		return chainClonable(v)
+	}
+	if c := pl.clonable[v.ID]; c != 0 {
+		return c > 0
+	}
+	ok := chainClonable(v)
+	pl.clonable[v.ID] = -1
+	if ok {
+		pl.clonable[v.ID] = 1
+	}
+	return ok
+}
+
 // lastUse is the last position v is needed at: the end of its interval
 // or the last read this round's decisions added (clones and chains).
 func (pl *planner) lastUse(v *ir.Value, iv *memory.Interval) int {
@@ -144,7 +163,7 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 		// Evicted in this round over a gap this round does not keep:
 		// recompute it (a copy it restores by q is reused by
 		// reuseRecomputed when it is a clone).
-		if iv.Kind == memory.Activation && chainClonable(w) {
+		if iv.Kind == memory.Activation && pl.chainClonable(w) {
 			return w, srcMember
 		}
 		return nil, srcNone
@@ -156,7 +175,7 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 		if r := pl.restoredAt(w, q); r != nil {
 			return r, srcKept
 		}
-		if chainClonable(w) {
+		if pl.chainClonable(w) {
 			return w, srcMember
 		}
 	}
@@ -181,7 +200,7 @@ func (pl *planner) recomputeChain(v *ir.Value, q int) (recomputeChain, bool) {
 // (BERT-large's planning).
 func (pl *planner) buildChain(ch *recomputeChain, v *ir.Value, q int) bool {
 	*ch = recomputeChain{ops: ch.ops[:0], members: ch.members[:0], reads: ch.reads[:0], extend: ch.extend[:0]}
-	if !chainClonable(v) {
+	if !pl.chainClonable(v) {
 		return false
 	}
 	ch.ops = append(ch.ops, v.Def)

@@ -123,7 +123,7 @@ func (pl *planner) segmentCandidate(u, i int) (*segment, bool) {
 	sg := &segment{at: pl.n}
 	for _, x := range us.ops[u] {
 		for _, o := range x.Outputs() {
-			if o == nil || !chainClonable(o) || int(o.ID) >= len(pl.Mem.ByValue) {
+			if o == nil || !pl.chainClonable(o) || int(o.ID) >= len(pl.Mem.ByValue) {
 				continue
 			}
 			idx := pl.Mem.ByValue[o.ID]
@@ -201,7 +201,7 @@ func (pl *planner) segmentCandidate(u, i int) (*segment, bool) {
 					continue
 				}
 			}
-			if iv.Kind != memory.Activation || !chainClonable(w) {
+			if iv.Kind != memory.Activation || !pl.chainClonable(w) {
 				return nil, false
 			}
 			a := pl.pos[w.Def.ID]

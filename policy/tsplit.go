@@ -796,6 +796,9 @@ type planner struct {
 	uses    [][]int // use positions of each value, sorted
 	saved   []int64 // ΔM(S)_i: bytes the decisions free at each position
 	decided []bool  // by ValueID
+	// clonable caches chainClonable by ValueID (0: not asked yet, 1:
+	// yes, -1: no).
+	clonable []int8
 	// chain is recomputeCandidate's scratch chain (buildChain).
 	chain recomputeChain
 	// segs are the runs of forward ops segment candidates recompute
@@ -836,7 +839,7 @@ func newPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.
 	n := len(mem.Order)
 	pl := &planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
+		decided: make([]bool, g.NumValueIDs()), clonable: make([]int8, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
 		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	pl.activeAt = -1

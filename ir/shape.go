@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -23,7 +24,9 @@ func (s Shape) NumElements() (int64, error) {
 		if d < 0 {
 			return 0, fmt.Errorf("dimension %d is negative (%d)", i, d)
 		}
-		if d != 0 && n > math.MaxInt64/d {
+		// n·d > MaxInt64, without a division (the planner sizes
+		// tensors in its inner loops).
+		if hi, lo := bits.Mul64(uint64(n), uint64(d)); hi != 0 || lo > math.MaxInt64 {
 			return 0, fmt.Errorf("element count of %v overflows int64", []int64(s))
 		}
 		n *= d

@@ -207,6 +207,23 @@ func sameUses(a, b []Use) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	if len(a) <= 16 {
+		// Most values have a few uses: match them pairwise instead of
+		// counting in a map (Verify runs after every plan a search
+		// makes).
+		var matched [16]bool
+	next:
+		for _, u := range b {
+			for i, w := range a {
+				if !matched[i] && w == u {
+					matched[i] = true
+					continue next
+				}
+			}
+			return false
+		}
+		return true
+	}
 	count := map[Use]int{}
 	for _, u := range a {
 		count[u]++

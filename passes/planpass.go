@@ -331,13 +331,15 @@ func PlanRounds(s *State, pol Policy) error {
 	if err != nil {
 		return err
 	}
-	r := &Report{Policy: pol.Name(), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime, Base: timeline(base, baseTL),
+	r := &Report{Policy: pol.Name(), Device: p.Name, Budget: budget, BasePeak: base.Peak, BaseTime: baseTL.StepTime,
 		Order: string(s.order), Link: p.Emulation, Measured: len(p.OpTimes) > 0}
 	if ab := s.asBuilt; ab != nil {
 		// The unplanned step is the step as built, whatever order the
 		// plan is made in (issue 12 item 5: the depth-first order's peak
 		// is not what running the unplanned step measures).
 		r.BasePeak, r.BaseTime, r.Base = ab.peak, ab.time, ab.timeline
+	} else {
+		r.Base = timeline(base, baseTL)
 	}
 	s.Report = r
 	if s.Opts.OffloadState {

@@ -374,19 +374,21 @@ func alapOrder(g *ir.Graph, gradFirst bool) ([]*ir.Op, error) {
 	}
 	// Sink the hoisted ops last first, so a chain of them follows its
 	// consumer down: each is moved to just before its earliest consumer.
+	// The moves shift op IDs, not pointers: shifting a slice of pointers
+	// pays a write barrier per element while the collector runs, which
+	// made this loop most of the order's cost.
 	at := make([]int, n)
-	index := func() {
-		for i, op := range order {
-			at[op.ID] = i
-		}
+	ids := make([]ir.OpID, len(order))
+	byID := make([]*ir.Op, n)
+	for i, op := range order {
+		at[op.ID], ids[i], byID[op.ID] = i, op.ID, op
 	}
-	index()
-	for k := len(order) - 1; k >= 0; k-- {
-		op := order[k]
+	for k := len(ids) - 1; k >= 0; k-- {
+		op := byID[ids[k]]
 		if !hoisted[op.ID] {
 			continue
 		}
-		first := len(order)
+		first := len(ids)
 		for _, v := range op.Outputs() {
 			if v == nil {
 				continue
@@ -395,15 +397,18 @@ func alapOrder(g *ir.Graph, gradFirst bool) ([]*ir.Op, error) {
 				first = min(first, at[u.Op.ID])
 			}
 		}
-		if first == len(order) || first <= k+1 {
+		if first == len(ids) || first <= k+1 {
 			continue // a graph output, or already in place
 		}
 		// Remove it at k and insert it before the consumer (now at first-1).
-		copy(order[k:first-1], order[k+1:first])
-		order[first-1] = op
+		copy(ids[k:first-1], ids[k+1:first])
+		ids[first-1] = op.ID
 		for i := k; i < first; i++ {
-			at[order[i].ID] = i
+			at[ids[i]] = i
 		}
+	}
+	for i, id := range ids {
+		order[i] = byID[id]
 	}
 	if gradFirst {
 		order = raiseRootConsumers(order, hoisted, n)

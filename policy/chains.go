@@ -233,13 +233,8 @@ func (pl *planner) buildChain(ch *recomputeChain, v *ir.Value, q int) bool {
 	}
 	// Positions are distinct, and (position, output index) too: no
 	// ties, so the unstable sorts are deterministic.
-	slices.SortFunc(ch.ops, func(a, b *ir.Op) int { return pl.pos[a.ID] - pl.pos[b.ID] })
-	slices.SortFunc(ch.members, func(a, b *ir.Value) int {
-		if pa, pb := pl.pos[a.Def.ID], pl.pos[b.Def.ID]; pa != pb {
-			return pa - pb
-		}
-		return a.DefIndex - b.DefIndex
-	})
+	sortOpsByPos(ch.ops, pl.pos)
+	sortValuesByDef(ch.members, pl.pos)
 	for _, op := range ch.ops {
 		ch.time += pl.opTime[pl.pos[op.ID]]
 	}

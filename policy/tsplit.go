@@ -73,11 +73,9 @@ func (t *tsplit) LowerBound(c *Context) int64 {
 //     where another order fits, for the grid points below the budget:
 //     deeper);
 //  2. the best order again with the bottlenecks walked from the peak
-//     down (planner.walk), and where that is not faster, every other
-//     order that fits walked from the peak too;
-//  3. simulate-and-repair of the fastest plan so far (repair), and
-//     where no re-plan of it is faster, of the next fastest; a faster
-//     plan of step 1's deeper ones replaces the result;
+//     down (planner.walk);
+//  3. simulate-and-repair of the fastest plan so far (repair), which a
+//     faster plan of step 1's deeper ones replaces;
 //  4. where any variant split, steps 1–3 without splits (what
 //     tsplit-nosplit does), so tsplit is never behind it;
 //  5. where the plan adds time, moDNN's offload ranking (offloadRanked);

@@ -83,6 +83,19 @@ func TestALAPSinksHoistedBackwardOps(t *testing.T) {
 	}
 }
 
+// lossStep starts a tiny training step: x → Relu a → Tanh y → the loss
+// l (Neg) → its gradient dy (Sigmoid, backward).
+func lossStep(t *testing.T) (b *B, x, a, y, l, dy *ir.Value) {
+	b = New(t)
+	x = b.Input("x", ir.Float, 4)
+	a = b.Op("Relu", V(x))
+	y = b.Op("Tanh", V(a))
+	l = b.Op("Neg", V(y))
+	dy = b.Op("Sigmoid", V(l))
+	l.Def.Phase, dy.Def.Phase = ir.Loss, ir.Backward
+	return b, x, a, y, l, dy
+}
+
 // GradFirstOrder walks an output gradient's shortest branch first (the
 // weight gradient w1 before the data gradient da) and runs the first
 // layer's weight gradient wx, which reads a root of the walk (xt, from
@@ -90,12 +103,7 @@ func TestALAPSinksHoistedBackwardOps(t *testing.T) {
 // which it frees; ALAPOrder keeps the order the step was built in
 // there and runs wx last.
 func TestGradFirstOrder(t *testing.T) {
-	b := New(t)
-	x := b.Input("x", ir.Float, 4)
-	a := b.Op("Relu", V(x))
-	y := b.Op("Tanh", V(a))
-	l := b.Op("Neg", V(y))
-	dy := b.Op("Sigmoid", V(l))
+	b, x, a, y, l, dy := lossStep(t)
 	da := b.Op("Mul", V(dy, dy))
 	dx := b.Op("Neg", V(da))
 	dx2 := b.Op("Abs", V(da))
@@ -104,8 +112,7 @@ func TestGradFirstOrder(t *testing.T) {
 	xt := b.Op("Abs", V(x))
 	wx := b.Op("Mul", V(xt, dx))
 	m := b.Return(dx3, w1, wx)
-	l.Def.Phase = ir.Loss
-	for _, v := range []*ir.Value{dy, da, dx, dx2, dx3, w1, xt, wx} {
+	for _, v := range []*ir.Value{da, dx, dx2, dx3, w1, xt, wx} {
 		v.Def.Phase = ir.Backward
 	}
 	for _, c := range []struct {
@@ -140,18 +147,12 @@ func TestGradFirstOrder(t *testing.T) {
 // reordered takes the first one's result, which is the order computed
 // afresh on it, and each copy stays a permutation of its own ops.
 func TestReorderKeepsComputedOrders(t *testing.T) {
-	b := New(t)
-	x := b.Input("x", ir.Float, 4)
-	a := b.Op("Relu", V(x))
-	y := b.Op("Tanh", V(a))
-	l := b.Op("Neg", V(y))
-	dy := b.Op("Sigmoid", V(l))
+	b, _, a, _, _, dy := lossStep(t)
 	mask := b.Op("Abs", V(a))
 	da := b.Op("Mul", V(dy, mask))
 	dx := b.Op("Neg", V(da))
 	m := b.Return(dx)
-	l.Def.Phase = ir.Loss
-	for _, v := range []*ir.Value{dy, mask, da, dx} {
+	for _, v := range []*ir.Value{mask, da, dx} {
 		v.Def.Phase = ir.Backward
 	}
 	s := NewState(m, nil)

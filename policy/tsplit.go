@@ -338,23 +338,30 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			}
 		}
 	}
-	var vs []*variant
-	var wg sync.WaitGroup
+	// each runs fn on every variant, at most GOMAXPROCS at once, and
+	// returns when all are done
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for n, u := range updates {
-		for k, o := range passes.Orders {
-			v := &variant{order: o, update: u, name: prefix + updateName(u, len(updates) > 1) + "order-" + string(o)}
-			vs = append(vs, v)
+	each := func(batch []*variant, fn func(int, *variant)) {
+		var wg sync.WaitGroup
+		for k, v := range batch {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				plan(v, n > 0 || k > 0)
+				fn(k, v)
 			}()
 		}
+		wg.Wait()
 	}
-	wg.Wait()
+	var vs []*variant
+	for _, u := range updates {
+		for _, o := range passes.Orders {
+			vs = append(vs, &variant{order: o, update: u, name: prefix + updateName(u, len(updates) > 1) + "order-" + string(o)})
+		}
+	}
+	// the lower bound is computed once, by the first variant
+	each(vs, func(k int, v *variant) { plan(v, k > 0) })
 	best := -1
 	splits := false
 	pick := func() error {
@@ -382,19 +389,11 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// Where one order fits, the others' failures are their greedy
 		// paths': plan those deeper (where none fits, the budget is
 		// left failing, as without this search).
-		for _, v := range vs {
-			if v.err == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
+		each(vs, func(_ int, v *variant) {
+			if v.err != nil {
 				deeper(v)
-			}()
-		}
-		wg.Wait()
+			}
+		})
 		if err := pick(); err != nil {
 			return nil, err, false
 		}
@@ -435,16 +434,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		w := vs[best]
 		seg = &variant{order: w.order, update: w.update, peakFirst: true, segments: true, name: w.name + "-segments"}
 		batch = append(append(batch, peaks...), seg)
-		for _, v := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				plan(v, true)
-			}()
-		}
-		wg.Wait()
+		each(batch, func(_ int, v *variant) { plan(v, true) })
 		for _, v := range batch {
 			if interrupted(v.err) {
 				return nil, v.err, false
@@ -495,16 +485,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			}
 			more = append(more, &variant{order: v.order, update: v.update, peakFirst: true, name: v.name + "-peak"})
 		}
-		for _, v := range more {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				plan(v, true)
-			}()
-		}
-		wg.Wait()
+		each(more, func(_ int, v *variant) { plan(v, true) })
 		var x *variant
 		for _, v := range more {
 			if interrupted(v.err) {

@@ -94,16 +94,24 @@ func TestRecomputeChains(t *testing.T) {
 			}
 			plantest.UniqueNames(t, m)
 
-			base := recomputeMLP(t, layers)
-			in := plantest.Inputs(t, base)
-			want := plantest.RunUnplanned(t, base, in)
-			got, x := plantest.RunPlanned(t, m, budget, in)
-			if got.HighWater > budget || got.HighWater != r.Peak || got.HighWater != x.Mem.Peak {
-				t.Errorf("measured high-water %d, Report.Peak %d, memory model %d, budget %d", got.HighWater, r.Peak, x.Mem.Peak, budget)
-			}
-			if same, _ := accCompare(t, base, want.Outputs, got.Outputs, 0); same != len(base.Graph.Outputs) {
-				t.Errorf("%d of %d outputs bit-exact", same, len(base.Graph.Outputs))
-			}
+			runsBitExact(t, recomputeMLP(t, layers), m, budget, r)
 		})
+	}
+}
+
+// runsBitExact runs the planned step m capped at budget and its
+// unplanned step base on the same inputs: the measured high-water must
+// be the report's and the memory model's peak, within the budget, and
+// every output bit-exact.
+func runsBitExact(t *testing.T, base, m *ir.Model, budget int64, r *passes.Report) {
+	t.Helper()
+	in := plantest.Inputs(t, base)
+	want := plantest.RunUnplanned(t, base, in)
+	got, x := plantest.RunPlanned(t, m, budget, in)
+	if got.HighWater > budget || got.HighWater != r.Peak || got.HighWater != x.Mem.Peak {
+		t.Errorf("measured high-water %d, Report.Peak %d, memory model %d, budget %d", got.HighWater, r.Peak, x.Mem.Peak, budget)
+	}
+	if same, _ := accCompare(t, base, want.Outputs, got.Outputs, 0); same != len(base.Graph.Outputs) {
+		t.Errorf("%d of %d outputs bit-exact", same, len(base.Graph.Outputs))
 	}
 }

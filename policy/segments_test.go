@@ -73,16 +73,7 @@ func TestSegmentRecompute(t *testing.T) {
 			}
 			plantest.UniqueNames(t, m)
 
-			base := step()
-			in := plantest.Inputs(t, base)
-			want := plantest.RunUnplanned(t, base, in)
-			got, x := plantest.RunPlanned(t, m, budget, in)
-			if got.HighWater > budget || got.HighWater != r.Peak || got.HighWater != x.Mem.Peak {
-				t.Errorf("measured high-water %d, Report.Peak %d, memory model %d, budget %d", got.HighWater, r.Peak, x.Mem.Peak, budget)
-			}
-			if same, _ := accCompare(t, base, want.Outputs, got.Outputs, 0); same != len(base.Graph.Outputs) {
-				t.Errorf("%d of %d outputs bit-exact", same, len(base.Graph.Outputs))
-			}
+			runsBitExact(t, step(), m, budget, r)
 		})
 	}
 }

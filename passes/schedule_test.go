@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/tsplit/tsplit/ir"
@@ -143,6 +144,83 @@ func TestGradFirstOrder(t *testing.T) {
 	}
 }
 
+// ShrinkEarlyOrder raises a hoisted op that makes less than it frees (a
+// ReLU's one-byte mask of a four-byte activation a, which the forward
+// pass reads only in p) to just after p, so that a is freed there and
+// the mask is live instead until its consumer; a hoisted op whose
+// output is as large as what it reads (pt, of p) stays sunk before its
+// consumer, as in grad-first, and so does everything else.
+func TestShrinkEarlyOrder(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 4)
+	zero := b.Init("zero", ir.TensorFromFloat64s(ir.Float, ir.Shape{1}, []float64{0}))
+	a := b.Op("Relu", V(x))
+	p := b.Op("Tanh", V(a))
+	y := b.Op("Sigmoid", V(p))
+	l := b.Op("Neg", V(y))
+	dy := b.Op("Sigmoid", V(l))
+	pt := b.Op("Abs", V(p))
+	g1 := b.Op("Mul", V(dy, pt))
+	mask := b.Op("Greater", V(a, zero))
+	g2 := b.Op("Where", V(mask, g1, zero))
+	m := b.Return(g2)
+	l.Def.Phase = ir.Loss
+	for _, v := range []*ir.Value{dy, pt, g1, mask, g2} {
+		v.Def.Phase = ir.Backward
+	}
+	outputs := func(ops []*ir.Op) []*ir.Value {
+		var out []*ir.Value
+		for _, op := range ops {
+			if len(op.Inputs()) > 0 {
+				out = append(out, op.Output(0))
+			}
+		}
+		return out
+	}
+	gf, err := OrderOf(m.Graph, OrderGradFirst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, moved, err := ShrinkEarlyOrder(m.Graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkTopological(m.Graph, order); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct {
+		o    OpOrder
+		got  []*ir.Value
+		want []*ir.Value
+	}{
+		{OrderGradFirst, outputs(gf), []*ir.Value{a, p, y, l, dy, pt, g1, mask, g2}},
+		{OrderShrinkEarly, outputs(order), []*ir.Value{a, p, mask, y, l, dy, pt, g1, g2}},
+	} {
+		if len(c.got) != len(c.want) {
+			t.Fatalf("%s: %d ops, want %d", c.o, len(c.got), len(c.want))
+		}
+		for i := range c.want {
+			if c.got[i] != c.want[i] {
+				t.Errorf("%s: position %d is %s, want %s", c.o, i, c.got[i].Name, c.want[i].Name)
+			}
+		}
+	}
+	if !moved {
+		t.Error("ShrinkEarlyOrder moved nothing")
+	}
+	// Without the mask there is nothing to raise: the same order as
+	// grad-first, which Reorder reports.
+	if _, moved, err := ShrinkEarlyOrder(lossStepGraph(t)); err != nil || moved {
+		t.Errorf("ShrinkEarlyOrder of a step without a shrinking op: moved %v, %v", moved, err)
+	}
+}
+
+// lossStepGraph is lossStep's step, returned as it is.
+func lossStepGraph(t *testing.T) *ir.Graph {
+	b, _, _, _, _, dy := lossStep(t)
+	return b.Return(dy).Graph
+}
+
 // Reorder computes an order from the step as built once: a second copy
 // reordered takes the first one's result, which is the order computed
 // afresh on it, and each copy stays a permutation of its own ops.
@@ -169,6 +247,25 @@ func TestReorderKeepsComputedOrders(t *testing.T) {
 		fresh, err := OrderOf(c.Graph, o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if o == OrderShrinkEarly {
+			// Nothing shrinks here: shrink-early is grad-first, which
+			// Reorder says, every time, instead of computing it again.
+			gf, err := OrderOf(c.Graph, OrderGradFirst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range fresh {
+				if fresh[i] != gf[i] {
+					t.Fatalf("shrink-early: position %d is %s, grad-first's %s", i, fresh[i].Describe(), gf[i].Describe())
+				}
+			}
+			for n := 0; n < 2; n++ {
+				if err := s.Fork(s.Model.Clone(), nil, "copy").Reorder(o); !errors.Is(err, ErrSameOrder) {
+					t.Errorf("shrink-early, copy %d: Reorder = %v, want ErrSameOrder", n, err)
+				}
+			}
+			continue
 		}
 		for n := 0; n < 2; n++ {
 			f := s.Fork(s.Model.Clone(), nil, "copy")

@@ -303,7 +303,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			opts.Segments, opts.MaxRelease = true, longRelease
 		}
 		v.plan, v.err = t.planIn(s, snap, v.order, &opts, v.name, noBound)
-		if v.err != nil && !interrupted(v.err) {
+		if v.err != nil && !interrupted(v.err) && !errors.Is(v.err, passes.ErrSameOrder) {
 			opts.MaxRelease = 1
 			if f, err := t.planIn(s, snap, v.order, &opts, v.name+"-release-1", true); err == nil {
 				v.plan, v.err = f, nil
@@ -362,6 +362,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	}
 	// the lower bound is computed once, by the first variant
 	each(vs, func(k int, v *variant) { plan(v, k > 0) })
+	// An order that is another's (shrink-early where nothing shrinks)
+	// was not planned: drop it.
+	vs = slices.DeleteFunc(vs, func(v *variant) bool { return errors.Is(v.err, passes.ErrSameOrder) })
 	best := -1
 	splits := false
 	pick := func() error {

@@ -496,14 +496,11 @@ func raiseShrinking(order []*ir.Op, hoisted []bool, n int) (_ []*ir.Op, moved bo
 	for i, op := range order {
 		at[op.ID] = i
 	}
-	var live []int64 // liveAfter(order), computed where needed
-	for k := 0; k < len(order); k++ {
-		h := order[k]
-		if !hoisted[h.ID] {
-			continue
-		}
-		last := -1 // the last producer or other reader of what h frees
-		var gain int64
+	// target is where h, at k, would go: after last, the last producer
+	// or other reader of what it frees; gain is what it frees less what
+	// it makes.
+	target := func(h *ir.Op, k int) (last int, gain int64) {
+		last = -1
 		for j, v := range h.Inputs() {
 			if v == nil || v.Def == nil || slices.Contains(h.Inputs()[:j], v) {
 				continue
@@ -533,25 +530,118 @@ func raiseShrinking(order []*ir.Op, hoisted []bool, n int) (_ []*ir.Op, moved bo
 				gain -= v.Bytes()
 			}
 		}
-		if gain <= 0 || last+1 >= k {
-			continue
+		return last, gain
+	}
+	// move moves the op at k to just before position to (to < k).
+	move := func(k, to int) {
+		h := order[k]
+		copy(order[to+1:k+1], order[to:k])
+		order[to] = h
+		for i := to; i <= k; i++ {
+			at[order[i].ID] = i
 		}
+	}
+	var live []int64 // liveAfter(order), computed where needed
+	// fits says whether h, at k, may run right after last: what is live
+	// there with h's output is no more than the most live with an op's
+	// outputs at one of the positions after last up to k, each of which
+	// the move lowers by what h frees, so the step's peak over them does
+	// not go up.
+	fits := func(h *ir.Op, k, last int) bool {
 		if live == nil {
 			live = liveAfter(order, at)
 		}
-		if live[last] > live[k-1] {
-			// More is live there than where h runs now: h's own
-			// footprint (what is live with its output) would go up.
+		out := outBytes(h)
+		var most int64
+		for j := last + 1; j <= k; j++ {
+			most = max(most, live[j-1]+outBytes(order[j]))
+		}
+		return live[last]+out <= most
+	}
+	for k := 0; k < len(order); k++ {
+		h := order[k]
+		if !hoisted[h.ID] {
 			continue
 		}
-		copy(order[last+2:k+1], order[last+1:k])
-		order[last+1] = h
-		for i := last + 1; i <= k; i++ {
-			at[order[i].ID] = i
+		last, gain := target(h, k)
+		if gain <= 0 || last+1 >= k {
+			continue
 		}
+		if !fits(h, k, last) {
+			// Where the last other reader is a hoisted op sunk behind
+			// producers that only its consumer reads (a weight
+			// gradient's Transpose of an activation, behind the
+			// Transpose of the output gradient), it may run before
+			// them: the value is then freed before they make theirs.
+			r := exclusiveRun(order, hoisted, last)
+			if r == last {
+				continue
+			}
+			keep := slices.Clone(order)
+			move(last, r)
+			live = nil
+			last2, _ := target(h, k)
+			if last2+1 >= k || !fits(h, k, last2) {
+				copy(order, keep)
+				for i, op := range order {
+					at[op.ID] = i
+				}
+				live = nil
+				continue
+			}
+			last = last2
+		}
+		move(k, last+1)
 		live, moved = nil, true
 	}
 	return order, moved
+}
+
+// exclusiveRun is where the hoisted op at position last may go up to:
+// before the ops just before it that feed only its consumer right after
+// it, and that it does not read (last itself where there are none).
+func exclusiveRun(order []*ir.Op, hoisted []bool, last int) int {
+	h := order[last]
+	if !hoisted[h.ID] || last+1 >= len(order) {
+		return last
+	}
+	c := order[last+1]
+	if !feeds(h, []*ir.Op{c}) {
+		return last
+	}
+	r := last
+	for r > 0 {
+		p := order[r-1]
+		if hoisted[p.ID] || len(p.Inputs()) == 0 || feeds(p, []*ir.Op{h}) {
+			break
+		}
+		only, read := true, false
+		for _, v := range p.Outputs() {
+			if v == nil {
+				continue
+			}
+			for _, u := range v.Uses() {
+				only, read = only && u.Op == c, true
+			}
+		}
+		only = only && read
+		if !only {
+			break
+		}
+		r--
+	}
+	return r
+}
+
+// outBytes is the bytes of op's outputs.
+func outBytes(op *ir.Op) int64 {
+	var b int64
+	for _, v := range op.Outputs() {
+		if v != nil {
+			b += v.Bytes()
+		}
+	}
+	return b
 }
 
 // liveAfter is, per position of order, the bytes of the values live

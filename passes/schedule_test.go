@@ -215,6 +215,57 @@ func TestShrinkEarlyOrder(t *testing.T) {
 	}
 }
 
+// Where the last other reader of what a shrinking op frees is a hoisted
+// op sunk behind a producer only their consumer reads, raiseShrinking
+// runs that hoisted op first and the shrinking op right after it: the
+// first layer of VGG in grad-first's order, where the weight gradient
+// wg reads the Transpose t1 of the output gradient dy and the
+// Transpose t2 of the activation a, whose mask the data gradient's ReLU
+// step g reads. Raised behind t1, the mask would run where a, dy, t1
+// and t2 are all live, more than anywhere before it; behind t2 run
+// first, a is freed before t1 is made.
+func TestShrinkEarlyRunsTheOtherReaderFirst(t *testing.T) {
+	b := New(t)
+	x := b.Input("x", ir.Float, 2, 16)
+	zero := b.Init("zero", ir.TensorFromFloat64s(ir.Float, ir.Shape{1}, []float64{0}))
+	a := b.Op("Relu", V(x))
+	p := b.Op("Tanh", V(a))
+	y := b.Op("Sigmoid", V(p))
+	l := b.Op("Neg", V(y))
+	dy := b.Op("Sigmoid", V(l))
+	t1 := b.Op("Transpose", V(dy))
+	t2 := b.Op("Neg", V(a))
+	wg := b.Op("MatMul", V(t2, t1))
+	dx := b.Op("Exp", V(dy))
+	mask := b.Op("Greater", V(a, zero))
+	g := b.Op("Where", V(mask, dx, zero))
+	m := b.Return(wg, g)
+	l.Def.Phase = ir.Loss
+	for _, v := range []*ir.Value{dy, t1, t2, wg, dx, mask, g} {
+		v.Def.Phase = ir.Backward
+	}
+	n := m.Graph.NumOpIDs()
+	hoisted := make([]bool, n)
+	hoisted[t2.Def.ID], hoisted[mask.Def.ID] = true, true
+	var order []*ir.Op
+	for _, v := range []*ir.Value{a, p, y, l, dy, t1, t2, wg, dx, mask, g} {
+		order = append(order, v.Def)
+	}
+	got, moved := raiseShrinking(order, hoisted, n)
+	if err := checkTopological(m.Graph, got); err != nil {
+		t.Fatal(err)
+	}
+	want := []*ir.Value{a, p, y, l, dy, t2, mask, t1, wg, dx, g}
+	for i := range want {
+		if got[i].Output(0) != want[i] {
+			t.Errorf("position %d is %s, want %s", i, got[i].Output(0).Name, want[i].Name)
+		}
+	}
+	if !moved {
+		t.Error("raiseShrinking moved nothing")
+	}
+}
+
 // lossStepGraph is lossStep's step, returned as it is.
 func lossStepGraph(t *testing.T) *ir.Graph {
 	b, _, _, _, _, dy := lossStep(t)

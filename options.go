@@ -53,7 +53,7 @@ type Options struct {
 	NoSwap, NoRecompute, NoFusedTiles bool
 	// Order is the op order to plan under ("", "auto": the policy's
 	// choice — tsplit searches them all; "dfs", "alap", "as-built",
-	// "grad-first").
+	// "grad-first", "shrink-early").
 	Order string
 	// Update is where a plan that keeps the parameters and optimizer
 	// state on the host runs the optimizer update ("", "auto": the

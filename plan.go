@@ -66,8 +66,8 @@ type Result struct {
 	// FusedTiles names the fused-tiled segments of the plan and their
 	// tile grids ("" for a plan without; docs/sft.md).
 	FusedTiles string `json:"fused_tiles,omitempty"`
-	// Order is the op order the plan was made in: dfs, alap, as-built or
-	// grad-first (passes.OpOrder).
+	// Order is the op order the plan was made in: dfs, alap, as-built,
+	// grad-first or shrink-early (passes.OpOrder).
 	Order string `json:"order"`
 	// SubBatching is moDNN's sub-batching, when the modnn policy chose
 	// (nil otherwise).

@@ -66,8 +66,10 @@ func (t *tsplit) LowerBound(c *Context) int64 {
 // copy released one op after it. Under OrderAuto it searches:
 //
 //  1. Alg. 2 under every order of passes.Orders (depth-first, backward
-//     as late as possible, as built, and backward as late as possible
-//     with weight gradients first), concurrently, each on its own copy
+//     as late as possible, as built, backward as late as possible
+//     with weight gradients first, and that with the backward ops that
+//     shrink what they read run early; the last only where it differs
+//     from the one before), concurrently, each on its own copy
 //     of the graph, with swap-out windows of up to maxRelease ops (a
 //     plan that fails that way is made again with one-op windows, and
 //     where another order fits, for the grid points below the budget:

@@ -26,6 +26,12 @@ type Options struct {
 	// may keep a swapped tensor's device copy to hide the transfer
 	// (0 or 1: the next op only; policy, Decision.Release).
 	MaxRelease int
+	// ChainFit makes tsplit's planner judge whether a recompute chain's
+	// clones fit against what is live before the op that reads the
+	// chain's target allocates its outputs and workspace (the clones run
+	// before it), not against everything live while it runs (policy,
+	// chainSaving). The search plans the shrink-early order both ways.
+	ChainFit bool
 	// PeakFirst makes tsplit's planner visit the bottlenecks from the
 	// peak down instead of in op order (policy, planner.walk).
 	PeakFirst bool

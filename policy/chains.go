@@ -309,7 +309,7 @@ func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 			add += pl.valueBytes(w)
 		}
 	}
-	if add > 0 && pl.Mem.Live[q]-pl.saved[q]+add > pl.Budget {
+	if add > 0 && pl.Mem.Live[q]-pl.madeAt(q)-pl.saved[q]+add > pl.Budget {
 		return 0, false
 	}
 	dm := size
@@ -362,6 +362,30 @@ func (pl *planner) chainSaving(ch *recomputeChain, size int64, a, q, i int) (int
 		}
 	}
 	return dm, dm > 0
+}
+
+// madeAt is what op q allocates when it runs, its outputs and its
+// workspace, where the planner fits chains before their reader
+// (chainFit; 0 otherwise). The clones of a chain run before q, when q's
+// inputs (the chain's target among them) are live and those are not
+// yet: M_q less madeAt(q) is what is live with the clones.
+func (pl *planner) madeAt(q int) int64 {
+	if !pl.chainFit {
+		return 0
+	}
+	var b int64
+	for _, o := range pl.Mem.Order[q].Outputs() {
+		if o == nil {
+			continue
+		}
+		if idx := pl.Mem.ByValue[o.ID]; idx >= 0 && pl.Mem.Intervals[idx].Start == q {
+			b += pl.Mem.Intervals[idx].Bytes
+		}
+	}
+	if w := pl.Mem.WorkspaceAt[q]; w >= 0 {
+		b += pl.Mem.Intervals[w].Bytes
+	}
+	return b
 }
 
 // keptRead is a tensor a recompute chain keeps past its last use: that

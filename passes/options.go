@@ -39,6 +39,13 @@ type Options struct {
 	// the forward pass between two kept checkpoints (policy, segment
 	// candidates, TSPLIT §V-D's speed-centric recomputation).
 	Segments bool
+	// LinkPrice charges each swap candidate of tsplit's planner this
+	// fraction of its transfers' time in its ranking (not in its ΔT),
+	// and lets recomputation chains read the copies this round's
+	// swap-ins restore (policy, swapCandidate, chainSourceOf): the
+	// search's link-priced variant, for steps whose link cannot move
+	// everything a budget evicts.
+	LinkPrice float64
 	// AnyFit: any plan that fits will do (a search for a budget that
 	// fits, tsplit.Options.FindFeasible). tsplit's search under
 	// OrderAuto then stops after its order variants, skipping the peak

@@ -159,6 +159,20 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 		// and holds it to its last use: read that clone.
 		return w, srcKept
 	}
+	if pl.LinkPrice > 0 && pl.decided[w.ID] && pl.restoredBy(w) >= 0 && pl.restoredBy(w) <= q && pl.lastUse(w, iv) >= q {
+		// The link-priced variant: evicted in this round, but back on
+		// the device by q — a swap-in triggered there, or a chain that
+		// recomputes it — and held to its last use: read that copy
+		// (InsertSwapRecompute wires a clone to the copy restored
+		// latest before it; lateAt charges the chain a swap-in that
+		// arrives after q). The price makes the planner swap the
+		// tensors that are costly to recompute, which the chains of the
+		// cheap ones then read: treated as evicted, they were
+		// recomputed with their producers, the GELU of a BERT
+		// feed-forward layer from its 16 ms MatMul. Other variants keep
+		// the rule of their plans.
+		return w, srcKept
+	}
 	if pl.decided[w.ID] {
 		// Evicted in this round over a gap this round does not keep:
 		// recompute it (a copy it restores by q is reused by
@@ -238,6 +252,11 @@ func (pl *planner) buildChain(ch *recomputeChain, v *ir.Value, q int) bool {
 	for _, op := range ch.ops {
 		ch.time += pl.opTime[pl.pos[op.ID]]
 	}
+	if pl.LinkPrice > 0 {
+		for _, r := range ch.reads {
+			ch.time += pl.lateAt(r, q)
+		}
+	}
 	if len(ch.ops) == 1 {
 		// Single-producer recomputation keeps its established rule:
 		// neither the clone's workspace nor a weight or graph input it
@@ -253,6 +272,22 @@ func (pl *planner) buildChain(ch *recomputeChain, v *ir.Value, q int) bool {
 	}
 	ch.extra = pl.chainTransient(ch, v)
 	return true
+}
+
+// lateAt is how long a read of w at q waits for w's swap-in when this
+// round swaps w and the swap-in, triggered before q, was placed to
+// arrive by the swap's own next use, after q: the transfer less the
+// compute between the trigger and q (the link taken as free there, as
+// Eq. 3 takes it for the swap). 0 for every other value.
+func (pl *planner) lateAt(w *ir.Value, q int) float64 {
+	if int(w.ID) >= len(pl.swappedNow) || !pl.swappedNow[w.ID] {
+		return 0
+	}
+	late := pl.Prof.TransferTime(w.Bytes(), false)
+	for k := int(pl.backAt[w.ID]); k < q && late > 0; k++ {
+		late -= pl.opTime[k]
+	}
+	return max(late, 0)
 }
 
 // valueBytes is v's aligned device size in the planner's memory model.

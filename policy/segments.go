@@ -231,6 +231,12 @@ func (pl *planner) segmentCandidate(u, i int) (*segment, bool) {
 	for _, x := range sg.ops {
 		sg.time += pl.opTime[pl.pos[x.ID]]
 	}
+	if pl.LinkPrice > 0 {
+		// Other variants' segments keep their ΔT without it.
+		for _, w := range sg.reads {
+			sg.time += pl.lateAt(w, r)
+		}
+	}
 	// Inputs and weights read past their last use are held until r.
 	for _, w := range sg.extend {
 		b := pl.valueBytes(w)

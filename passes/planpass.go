@@ -456,6 +456,13 @@ func PlanRounds(s *State, pol Policy) error {
 	}
 	r.Peak, r.HostPeak, r.Time = mem.Peak, mem.HostPeak, tl.StepTime
 	r.Planned = timeline(mem, tl)
+	if !pol.OwnTriggers() {
+		// Place the swap-ins' triggers now (ControlEdges' rule), so that
+		// a search over plans compares the steps that will run.
+		if err := placeTriggers(s); err != nil {
+			return err
+		}
+	}
 	if r.HostPeak > p.HostMemory {
 		return &HostMemoryError{Profile: p.Name, Need: r.HostPeak, State: mem.HostState, Have: p.HostMemory}
 	}

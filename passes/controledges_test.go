@@ -1,0 +1,72 @@
+package passes
+
+import (
+	"testing"
+
+	"github.com/tsplit/tsplit/ir"
+	"github.com/tsplit/tsplit/memory"
+)
+
+// A swap-in the planner put right before its reader, with backward ops
+// before it that could hide the copy and memory to spare there, is moved
+// earlier and the wait goes. (ControlEdges skipped every swap-in with a
+// reader until issue 11's trigger fix: its "already hidden" test,
+// copy end ≤ reader start, holds for a reader that waited too.)
+func TestPlaceTriggersHidesAWaitedSwapIn(t *testing.T) {
+	src := `graph "late"
+  %0 = input "x" f32[512,512]
+  %1 = input "w" f32[512,512]
+  %2 = Relu %0 "a"
+  %3 = ai.tsplit:SwapOut %2 "a/out"
+  %4 = MatMul %0 %1 "b"
+  %5 = MatMul %4 %1 "c" [backward]
+  %6 = MatMul %5 %1 "d" [backward]
+  %7 = MatMul %6 %1 "e" [backward]
+  %8 = MatMul %7 %1 "f" [backward]
+  %9 = ai.tsplit:SwapIn %3 "a/in" [backward]
+  %10 = Add %9 %8 "g" [backward]
+  return %10
+`
+	m, err := ir.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graph
+	s := NewState(m, nil)
+	s.Report = &Report{Swapped: 1, Budget: 64 << 20}
+	p := profileOf(s)
+	wait := func() (float64, float64) {
+		mem, err := memory.Analyze(g, memory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := Simulate(g, mem, p)
+		return tl.Wait[len(g.Order())-1], tl.StepTime
+	}
+	w0, t0 := wait()
+	if w0 <= 0 {
+		t.Fatalf("the test's swap-in is hidden already (wait %g s): nothing to place", w0)
+	}
+	if err := placeTriggers(s); err != nil {
+		t.Fatal(err)
+	}
+	pos := g.Position()
+	in, f := g.Lookup("a/in_0").Def, g.Lookup("f_0").Def
+	if pos[in.ID] > pos[f.ID] {
+		t.Errorf("the swap-in stays at %d, after %q at %d: its copy (%.1f µs) is not hidden", pos[in.ID], f.Name, pos[f.ID], 1e6*p.TransferTime(in.Output(0).Bytes(), false))
+	}
+	w1, t1 := wait()
+	if w1 != 0 || t1 >= t0 || s.Report.Time != t1 {
+		t.Errorf("wait %g → %g s, step %g → %g s (report %g): want no wait, a shorter step, reported", w0, w1, t0, t1, s.Report.Time)
+	}
+	// The pipeline's pass after PlanRounds finds the trigger placed.
+	order := append([]*ir.Op(nil), g.Order()...)
+	if err := placeTriggers(s); err != nil {
+		t.Fatal(err)
+	}
+	for i, op := range g.Order() {
+		if op != order[i] {
+			t.Fatalf("placing the triggers again moved %q", op.Name)
+		}
+	}
+}

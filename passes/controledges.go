@@ -50,33 +50,42 @@ func placeTriggers(s *State) error {
 	// planning the full-size ResNets twice as slow); a later sweep sees
 	// the timeline the earlier one made.
 	for range triggerSweeps {
-		order, n := moveTriggers(g, mem, tl, p, target)
-		if n == 0 {
+		base := slices.Clone(g.Order())
+		moves := moveTriggers(g, mem, tl, p, target)
+		if len(moves) == 0 {
 			break
 		}
-		prev := slices.Clone(g.Order())
-		if err := g.SetOrder(order); err != nil {
-			return err
-		}
-		m2, err := memory.Analyze(g, memory.Options{})
+		// All of the sweep's moves at once, checked by one exact
+		// analysis and one simulation (a check per move made planning
+		// the full-size ResNets twice as slow).
+		m2, t2, err := tryMoves(g, base, moves, p, target)
 		if err != nil {
 			return err
 		}
-		// The analytic check can miss an interaction (a swap-in's own
-		// position, a release); and starting a copy earlier puts it
-		// ahead of later ones on the link, which can delay a swap-in
-		// another op waits for. Either undoes the sweep.
-		var t2 *Timeline
-		if m2.Peak <= target {
-			t2 = Simulate(g, m2, p)
+		if t2 != nil && t2.StepTime < tl.StepTime {
+			mem, tl, changed = m2, t2, true
+			continue
 		}
-		if t2 == nil || t2.StepTime >= tl.StepTime {
-			if err := g.SetOrder(prev); err != nil {
+		// The analytic check can miss an interaction (a swap-in's own
+		// position, a release), and a copy started earlier goes ahead
+		// of later ones on the link, which can delay a swap-in another
+		// op waits for: then each move is tried on its own, in order,
+		// kept where the step gets shorter and fits.
+		var kept []triggerMove
+		for _, mv := range moves[:min(len(moves), maxSingleMoves)] {
+			m2, t2, err := tryMoves(g, base, append(kept, mv), p, target)
+			if err != nil {
 				return err
 			}
-			break
+			if t2 != nil && t2.StepTime < tl.StepTime {
+				kept = append(kept, mv)
+				mem, tl, changed = m2, t2, true
+			}
 		}
-		mem, tl, changed = m2, t2, true
+		if err := g.SetOrder(withMoves(base, kept)); err != nil {
+			return err
+		}
+		break
 	}
 	if !changed {
 		return nil
@@ -92,22 +101,57 @@ func placeTriggers(s *State) error {
 	return nil
 }
 
-// triggerSweeps bounds placeTriggers' sweeps.
-const triggerSweeps = 3
+// triggerSweeps bounds placeTriggers' sweeps, maxSingleMoves the moves
+// a sweep that failed as a whole tries one by one.
+const (
+	triggerSweeps  = 3
+	maxSingleMoves = 64
+)
 
-// moveTriggers returns g's order with every swap-in that an op waits for
-// in tl moved earlier, op by op, while the ops it then overlaps do not
-// yet cover its transfer and the memory it then holds keeps every M_k
-// (mem's, plus what the moves before it add) within target, and how many
-// moved. A swap-in stays after what it reads, and a backward one after
-// the forward pass.
-func moveTriggers(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile, target int64) ([]*ir.Op, int) {
+// triggerMove moves the swap-in at position from before position to.
+type triggerMove struct{ from, to int }
+
+// withMoves is order with moves applied (positions are order's).
+func withMoves(order []*ir.Op, moves []triggerMove) []*ir.Op {
+	before := make([][]*ir.Op, len(order))
+	gone := make([]bool, len(order))
+	for _, mv := range moves {
+		before[mv.to] = append(before[mv.to], order[mv.from])
+		gone[mv.from] = true
+	}
+	out := make([]*ir.Op, 0, len(order))
+	for i, op := range order {
+		out = append(out, before[i]...)
+		if !gone[i] {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// tryMoves sets g's order to base with moves and returns its memory
+// model and timeline, or a nil timeline where its peak is over target.
+func tryMoves(g *ir.Graph, base []*ir.Op, moves []triggerMove, p *profile.Profile, target int64) (*memory.Model, *Timeline, error) {
+	if err := g.SetOrder(withMoves(base, moves)); err != nil {
+		return nil, nil, err
+	}
+	mem, err := memory.Analyze(g, memory.Options{})
+	if err != nil || mem.Peak > target {
+		return nil, nil, err
+	}
+	return mem, Simulate(g, mem, p), nil
+}
+
+// moveTriggers moves every swap-in that an op waits for in tl earlier,
+// op by op, while the ops it then overlaps do not yet cover its transfer
+// and the memory it then holds keeps every M_k (mem's, plus what the
+// moves before it add) within target. A swap-in stays after what it
+// reads, and a backward one after the forward pass.
+func moveTriggers(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile, target int64) []triggerMove {
 	order := g.Order()
 	pos := g.Position()
 	live := slices.Clone(mem.Live)
-	before := make([][]*ir.Op, len(order)) // swap-ins moved before each position
-	gone := make([]bool, len(order))
-	moved := 0
+	var moves []triggerMove
 	for at, op := range order {
 		if ir.CopyOf(op) != ir.ToDevice {
 			continue
@@ -149,19 +193,7 @@ func moveTriggers(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profi
 		for k := best; k < at; k++ {
 			live[k] += size
 		}
-		before[best] = append(before[best], op)
-		gone[at] = true
-		moved++
+		moves = append(moves, triggerMove{from: at, to: best})
 	}
-	if moved == 0 {
-		return nil, 0
-	}
-	out := make([]*ir.Op, 0, len(order))
-	for i, op := range order {
-		out = append(out, before[i]...)
-		if !gone[i] {
-			out = append(out, op)
-		}
-	}
-	return out, moved
+	return moves
 }

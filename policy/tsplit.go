@@ -762,9 +762,13 @@ func (t *tsplit) planIn(s *passes.State, snap *ir.Model, o passes.OpOrder, opts 
 // 1.682 s (+2.70 %). Where re-plans only shuffle the queueing, each
 // gains a few percent of the added time (BERT-large's at half its peak:
 // 1.2 % at the second), and stopping there keeps planning under a
-// second.
+// second. Three since the plans' swap-ins have their triggers placed
+// (passes.PlanRounds): a repair then charges only the waits placing
+// cannot hide, and the path changed; InceptionV4 b143 went from +5.74
+// / +18.36 % at 35 / 30 % (two before the placing) to +6.33 / +23.13 %
+// with two, +5.07 / +16.92 % with three.
 const (
-	minRepairs = 2
+	minRepairs = 3
 	maxRepairs = 8
 	repairGain = 0.1
 )

@@ -151,14 +151,7 @@ func TestGradFirstOrder(t *testing.T) {
 // output is as large as what it reads (pt, of p) stays sunk before its
 // consumer, as in grad-first, and so does everything else.
 func TestShrinkEarlyOrder(t *testing.T) {
-	b := New(t)
-	x := b.Input("x", ir.Float, 4)
-	zero := b.Init("zero", ir.TensorFromFloat64s(ir.Float, ir.Shape{1}, []float64{0}))
-	a := b.Op("Relu", V(x))
-	p := b.Op("Tanh", V(a))
-	y := b.Op("Sigmoid", V(p))
-	l := b.Op("Neg", V(y))
-	dy := b.Op("Sigmoid", V(l))
+	b, zero, a, p, y, l, dy := shrinkStep(t, 4)
 	pt := b.Op("Abs", V(p))
 	g1 := b.Op("Mul", V(dy, pt))
 	mask := b.Op("Greater", V(a, zero))
@@ -225,14 +218,7 @@ func TestShrinkEarlyOrder(t *testing.T) {
 // and t2 are all live, more than anywhere before it; behind t2 run
 // first, a is freed before t1 is made.
 func TestShrinkEarlyRunsTheOtherReaderFirst(t *testing.T) {
-	b := New(t)
-	x := b.Input("x", ir.Float, 2, 16)
-	zero := b.Init("zero", ir.TensorFromFloat64s(ir.Float, ir.Shape{1}, []float64{0}))
-	a := b.Op("Relu", V(x))
-	p := b.Op("Tanh", V(a))
-	y := b.Op("Sigmoid", V(p))
-	l := b.Op("Neg", V(y))
-	dy := b.Op("Sigmoid", V(l))
+	b, zero, a, p, y, l, dy := shrinkStep(t, 2, 16)
 	t1 := b.Op("Transpose", V(dy))
 	t2 := b.Op("Neg", V(a))
 	wg := b.Op("MatMul", V(t2, t1))
@@ -264,6 +250,21 @@ func TestShrinkEarlyRunsTheOtherReaderFirst(t *testing.T) {
 	if !moved {
 		t.Error("raiseShrinking moved nothing")
 	}
+}
+
+// shrinkStep is the forward chain a → p → y, the loss l and its
+// gradient dy (phases not set) over an input of dims, with a zero
+// constant for masks: the shrink-early tests' common start.
+func shrinkStep(t *testing.T, dims ...int64) (b *B, zero, a, p, y, l, dy *ir.Value) {
+	b = New(t)
+	x := b.Input("x", ir.Float, dims...)
+	zero = b.Init("zero", ir.TensorFromFloat64s(ir.Float, ir.Shape{1}, []float64{0}))
+	a = b.Op("Relu", V(x))
+	p = b.Op("Tanh", V(a))
+	y = b.Op("Sigmoid", V(p))
+	l = b.Op("Neg", V(y))
+	dy = b.Op("Sigmoid", V(l))
+	return b, zero, a, p, y, l, dy
 }
 
 // lossStepGraph is lossStep's step, returned as it is.

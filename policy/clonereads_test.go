@@ -6,6 +6,7 @@ import (
 
 	"github.com/tsplit/tsplit/compiler"
 	"github.com/tsplit/tsplit/internal/plantest"
+	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
 	"github.com/tsplit/tsplit/passes"
 	"github.com/tsplit/tsplit/profile"
@@ -19,16 +20,7 @@ import (
 // would read the original v and keep it live over the whole gap: v's
 // clone costs time and frees nothing. No such pair may be planned.
 func TestNoRecomputeBehindItsReader(t *testing.T) {
-	p, perr := profile.Lookup("titan-rtx")
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	m := plantest.Step(t, "resnet50", 32, compiler.TrainOptions{Optimizer: "sgd"})
-	mem, err := memory.Analyze(m.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := passes.Simulate(m.Graph, mem, p)
+	m, mem, tl, p := simulatedStep(t, "resnet50", 32)
 	recomputes := 0
 	for _, pct := range []int64{70, 60, 50} {
 		t.Run(fmt.Sprintf("%d%%", pct), func(t *testing.T) {
@@ -56,4 +48,21 @@ func TestNoRecomputeBehindItsReader(t *testing.T) {
 	if recomputes == 0 {
 		t.Fatal("no recomputation planned: the test checks nothing")
 	}
+}
+
+// simulatedStep is the CI-sized family's training step at batch, its
+// memory model and its simulated timeline on titan-rtx: what a test
+// that drives the planner directly (newPlanner) starts from.
+func simulatedStep(t *testing.T, family string, batch int64) (*ir.Model, *memory.Model, *passes.Timeline, *profile.Profile) {
+	t.Helper()
+	p, err := profile.Lookup("titan-rtx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := plantest.Step(t, family, batch, compiler.TrainOptions{Optimizer: "sgd"})
+	mem, err := memory.Analyze(m.Graph, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, mem, passes.Simulate(m.Graph, mem, p), p
 }

@@ -4,12 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tsplit/tsplit/compiler"
-	"github.com/tsplit/tsplit/internal/plantest"
 	"github.com/tsplit/tsplit/ir"
 	"github.com/tsplit/tsplit/memory"
-	"github.com/tsplit/tsplit/passes"
-	"github.com/tsplit/tsplit/profile"
 )
 
 // TestLinkPricedChainsReadSwapIns checks how a recompute chain treats an
@@ -23,16 +19,7 @@ import (
 // q does not hide (lateAt): some with the trigger one op before q, none
 // with it far enough ahead.
 func TestLinkPricedChainsReadSwapIns(t *testing.T) {
-	p, perr := profile.Lookup("titan-rtx")
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	m := plantest.Step(t, "bert-base", 256, compiler.TrainOptions{Optimizer: "sgd"})
-	mem, err := memory.Analyze(m.Graph, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := passes.Simulate(m.Graph, mem, p)
+	m, mem, tl, p := simulatedStep(t, "bert-base", 256)
 	pl := newPlanner(m.Graph, mem, tl, p, mem.Peak*30/100)
 	// The first forward op whose output v is read in the backward pass,
 	// at q, with an input w made by a forward op and read at q or later.

@@ -45,10 +45,8 @@ func placeTriggers(s *State) error {
 	tl := Simulate(g, mem, p)
 	target := min(r.Budget, mem.Peak)
 	changed := false
-	// Each sweep moves every waited-for swap-in at once and is checked
-	// by one exact analysis and one simulation (a check per move made
-	// planning the full-size ResNets twice as slow); a later sweep sees
-	// the timeline the earlier one made.
+	// Each sweep moves the swap-ins waited for in the timeline the
+	// sweep before it made.
 	for range triggerSweeps {
 		base := slices.Clone(g.Order())
 		moves := moveTriggers(g, mem, tl, p, target)

@@ -14,15 +14,19 @@ import (
 // hidden is moved earlier, op by op, while the ops it then overlaps do
 // not yet cover the transfer and the memory it then occupies keeps every
 // M_k within the target (start early enough to hide the transfer, late
-// enough not to raise the peak). A move that would make the static
-// layout outgrow the budget is undone.
+// enough not to raise the peak). Then every swap-out whose free the
+// step waits for (the runtime frees the device copy after the release
+// window's last op, once the copy is done) gets a longer window, op by
+// op, under the same memory rule. Moves are kept only where the
+// simulated step gets shorter; a phase whose moves would make the
+// static layout outgrow the budget is undone.
 var ControlEdges = &Pass{
 	Name:     "control-edges",
-	Doc:      "place each swap-in's trigger from the simulated timeline",
+	Doc:      "place each swap-in's trigger and swap-out's release from the simulated timeline",
 	Requires: []*Pass{PlanMemory},
 	Mutates:  true,
 	Run: func(s *State) (any, error) {
-		return nil, placeTriggers(s, true)
+		return nil, placeTriggers(s)
 	},
 }
 
@@ -30,7 +34,7 @@ var ControlEdges = &Pass{
 // also does it on every plan it makes, so that what the search compares
 // (and what simulate-and-repair charges a swap) is the step with its
 // triggers placed; the pipeline's pass then finds them placed.
-func placeTriggers(s *State, releases bool) error {
+func placeTriggers(s *State) error {
 	g := s.Model.Graph
 	r := s.Report
 	if r == nil || (r.Swapped == 0 && r.Split == 0 && r.Offloaded == 0) || (s.Opts.Policy != nil && s.Opts.Policy.OwnTriggers()) {
@@ -68,7 +72,7 @@ func placeTriggers(s *State, releases bool) error {
 			var rels []releaseMove
 			if phase == 0 {
 				moves = moveTriggers(g, mem, tl, p, target)
-			} else if releases {
+			} else {
 				rels = moveReleases(g, mem, tl, p, target)
 			}
 			if len(moves) == 0 && len(rels) == 0 {

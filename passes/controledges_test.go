@@ -47,7 +47,7 @@ func TestPlaceTriggersHidesAWaitedSwapIn(t *testing.T) {
 	if w0 <= 0 {
 		t.Fatalf("the test's swap-in is hidden already (wait %g s): nothing to place", w0)
 	}
-	if err := placeTriggers(s, true); err != nil {
+	if err := placeTriggers(s); err != nil {
 		t.Fatal(err)
 	}
 	pos := g.Position()
@@ -61,12 +61,73 @@ func TestPlaceTriggersHidesAWaitedSwapIn(t *testing.T) {
 	}
 	// The pipeline's pass after PlanRounds finds the trigger placed.
 	order := append([]*ir.Op(nil), g.Order()...)
-	if err := placeTriggers(s, true); err != nil {
+	if err := placeTriggers(s); err != nil {
 		t.Fatal(err)
 	}
 	for i, op := range g.Order() {
 		if op != order[i] {
 			t.Fatalf("placing the triggers again moved %q", op.Name)
 		}
+	}
+}
+
+// A swap-out whose device copy is freed before its copy ends (release 1:
+// right after the next op, which then waits) gets a longer release
+// window, over ops that hide the copy, where the memory allows; the
+// wait goes and the report says so. BERT-base b275 at 95 % of its peak
+// added 1.1 ms this way: a 412 MiB copy over the planner's 64 ops.
+func TestPlaceTriggersLengthensAWaitedRelease(t *testing.T) {
+	src := `graph "early-free"
+  %0 = input "x" f32[512,512]
+  %1 = input "w" f32[512,512]
+  %2 = Relu %0 "a"
+  %3 = ai.tsplit:SwapOut %2 "a/out"
+  %4 = MatMul %0 %1 "b"
+  %5 = MatMul %4 %1 "c"
+  %6 = MatMul %5 %1 "d"
+  %7 = MatMul %6 %1 "e"
+  %8 = MatMul %7 %1 "f"
+  %9 = MatMul %8 %1 "g"
+  %10 = MatMul %9 %1 "h"
+  %11 = MatMul %10 %1 "i"
+  %12 = ai.tsplit:SwapIn %3 "a/in" [backward]
+  %13 = Add %12 %11 "j" [backward]
+  return %13
+`
+	m, err := ir.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graph
+	s := NewState(m, nil)
+	s.Report = &Report{Swapped: 1, Budget: 64 << 20}
+	p := profileOf(s)
+	out := g.Lookup("a/out_0").Def
+	waits := func() (float64, float64) {
+		mem, err := memory.Analyze(g, memory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := Simulate(g, mem, p)
+		w := 0.0
+		for i, op := range g.Order() {
+			if op.Name == "a/in" {
+				break
+			}
+			w += tl.Wait[i]
+		}
+		return w, tl.StepTime
+	}
+	w0, t0 := waits()
+	if w0 <= 0 {
+		t.Fatalf("the test's swap-out is hidden already: nothing to place")
+	}
+	if err := placeTriggers(s); err != nil {
+		t.Fatal(err)
+	}
+	w1, t1 := waits()
+	if r := ir.SwapOutRelease(out); r <= 1 || w1 != 0 || t1 >= t0 || s.Report.Time != t1 {
+		t.Errorf("release %d, forward waits %g → %g s, step %g → %g s (report %g): want a longer release, no wait, a shorter step, reported",
+			r, w0, w1, t0, t1, s.Report.Time)
 	}
 }

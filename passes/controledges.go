@@ -26,7 +26,7 @@ var ControlEdges = &Pass{
 	Requires: []*Pass{PlanMemory},
 	Mutates:  true,
 	Run: func(s *State) (any, error) {
-		return nil, placeTriggers(s)
+		return nil, placeTriggers(s, true)
 	},
 }
 
@@ -34,49 +34,49 @@ var ControlEdges = &Pass{
 // also does it on every plan it makes, so that what the search compares
 // (and what simulate-and-repair charges a swap) is the step with its
 // triggers placed; the pipeline's pass then finds them placed.
-func placeTriggers(s *State) error {
+func placeTriggers(s *State, releases bool) error {
 	g := s.Model.Graph
 	r := s.Report
 	if r == nil || (r.Swapped == 0 && r.Split == 0 && r.Offloaded == 0) || (s.Opts.Policy != nil && s.Opts.Policy.OwnTriggers()) {
 		return nil // nothing to place, or the policy's own rule (vDNN, TFLMS, …) stands
 	}
-	p := profileOf(s)
-	saved := slices.Clone(g.Order())
-	savedAttrs := map[*ir.Op][]ir.Attr{}
-	for _, op := range saved {
-		if ir.CopyOf(op) == ir.ToHost {
-			savedAttrs[op] = slices.Clone(op.Attrs)
-		}
+	if r.placed {
+		return nil
 	}
+	if releases {
+		r.placed = true
+	}
+	p := profileOf(s)
 	mem, err := memory.Analyze(g, memory.Options{})
 	if err != nil {
 		return err
 	}
 	tl := Simulate(g, mem, p)
 	target := min(r.Budget, mem.Peak)
-	st0 := placed{nil, mem, tl}
-	t0 := tl.StepTime
+	// The plan after each sweep that paid, the planner's first.
+	stack := []placed{{slices.Clone(g.Order()), nil, mem, tl}}
 	// Each sweep moves the swap-ins waited for in the timeline the
-	// sweep before it made; then, with the triggers placed, each
-	// release sweep lengthens the windows of the swap-outs whose frees
-	// were waited for. Triggers first: both take the room left under
-	// the target, and the releases took it from the triggers where they
-	// went together (VGG-19 b301 at 50 % of its peak, shrink-early:
-	// 6.649 s against 6.215 s with the triggers alone).
-	var states [2]placed
-	for phase := range 2 {
-		changed := false
+	// sweep before it made (phase 0); then, with the triggers placed,
+	// each release sweep lengthens the windows of the swap-outs whose
+	// frees were waited for (phase 1). Triggers first: both take the
+	// room left under the target, and the releases took it from the
+	// triggers where they went together (VGG-19 b301 at 50 % of its
+	// peak, shrink-early: 6.649 s against 6.215 s with the triggers
+	// alone).
+	// room is what a move may fill M_k up to (the target, or less where
+	// the layout needs it).
+	sweeps := func(phase int, room int64) error {
 		for range triggerSweeps {
 			base := slices.Clone(g.Order())
 			var moves []triggerMove
 			var rels []releaseMove
 			if phase == 0 {
-				moves = moveTriggers(g, mem, tl, p, target)
+				moves = moveTriggers(g, mem, tl, p, room)
 			} else {
-				rels = moveReleases(g, mem, tl, p, target)
+				rels = moveReleases(g, mem, tl, p, room)
 			}
 			if len(moves) == 0 && len(rels) == 0 {
-				break
+				return nil
 			}
 			// All of the sweep's moves at once, checked by one exact
 			// analysis and one simulation (a check per move made
@@ -86,7 +86,8 @@ func placeTriggers(s *State) error {
 				return err
 			}
 			if t2 != nil && t2.StepTime < tl.StepTime {
-				mem, tl, changed = m2, t2, true
+				mem, tl = m2, t2
+				stack = append(stack, placed{slices.Clone(g.Order()), rels, mem, tl})
 				continue
 			}
 			setReleases(rels, nil)
@@ -105,44 +106,71 @@ func placeTriggers(s *State) error {
 				}
 				if t2 != nil && t2.StepTime < tl.StepTime {
 					kept = append(kept, mv)
-					mem, tl, changed = m2, t2, true
+					mem, tl = m2, t2
 				}
 			}
 			if err := g.SetOrder(withMoves(base, kept)); err != nil {
 				return err
 			}
-			break
+			if len(kept) > 0 {
+				stack = append(stack, placed{slices.Clone(g.Order()), nil, mem, tl})
+			}
+			return nil
 		}
-		if changed {
-			states[phase] = placed{slices.Clone(g.Order()), mem, tl}
-		}
+		return nil
 	}
-	// The last phase that changed the plan is kept if the static layout
-	// of what it left still fits the budget (fragmentation); else the
-	// one before it, else the planner's triggers and releases.
-	for phase := 1; phase >= 0; phase-- {
-		st := states[phase]
-		if st.order == nil {
-			continue
-		}
-		if st.mem.MakeLayout().Pool <= r.Budget {
-			break
-		}
-		for op, attrs := range savedAttrs {
-			op.Attrs = attrs // phase 0 keeps them
-		}
-		mem, tl = st0.mem, st0.tl
-		back := saved
-		if phase == 1 && states[0].order != nil {
-			back, mem, tl = states[0].order, states[0].mem, states[0].tl
-		}
-		if err := g.SetOrder(back); err != nil {
+	if err := sweeps(0, target); err != nil {
+		return err
+	}
+	if releases {
+		if err := sweeps(1, target); err != nil {
 			return err
 		}
 	}
-	if tl.StepTime >= t0 {
+	// A longer release keeps a copy across more positions: where the
+	// static layout of the releases needs a pool over the budget
+	// (fragmentation), they are undone and placed once more for a
+	// target lowered by the overshoot, as PlanRounds aims its rounds
+	// (VGG-16 b320 at 50 % of its peak, shrink-early: 6.478 s with the
+	// triggers alone, 5.601 s with the releases, whose layout is over).
+	if top := stack[len(stack)-1]; top.rels != nil {
+		if l := top.mem.MakeLayout(); l.Pool > r.Budget {
+			for len(stack) > 1 && stack[len(stack)-1].rels != nil {
+				setReleases(stack[len(stack)-1].rels, nil)
+				stack = stack[:len(stack)-1]
+			}
+			top := stack[len(stack)-1]
+			mem, tl = top.mem, top.tl
+			if err := g.SetOrder(top.order); err != nil {
+				return err
+			}
+			over := l.Pool - r.Budget
+			if err := sweeps(1, target-over-over/2-memory.Alignment); err != nil {
+				return err
+			}
+		}
+	}
+	if len(stack) == 1 {
+		return nil
+	}
+	// The last sweep is kept if the static layout of what it left still
+	// fits the budget (fragmentation); else the one before it, and so
+	// on back to the planner's triggers and releases. (A longer release
+	// keeps a copy across more positions, and the layout of all of a
+	// step's releases lengthened at once can need a pool over the
+	// budget where fewer fit.)
+	for len(stack) > 1 && stack[len(stack)-1].mem.MakeLayout().Pool > r.Budget {
+		setReleases(stack[len(stack)-1].rels, nil)
+		stack = stack[:len(stack)-1]
+	}
+	top := stack[len(stack)-1]
+	if err := g.SetOrder(top.order); err != nil {
+		return err
+	}
+	if len(stack) == 1 {
 		return nil // nothing kept
 	}
+	mem, tl = top.mem, top.tl
 	s.layout = nil
 	s.results = map[*Pass]any{} // the order or a release changed
 	r.Peak, r.HostPeak, r.Time = mem.Peak, mem.HostPeak, tl.StepTime
@@ -150,9 +178,22 @@ func placeTriggers(s *State) error {
 	return nil
 }
 
-// placed is a plan's order with its memory model and timeline.
+// PlaceReleases places s's planned graph's swap-in triggers and swap-out
+// release windows from its simulated timeline (ControlEdges' rule; the
+// Report is updated), for a search that compares finished plans.
+// PlanRounds places only the triggers of the plans it makes: with every
+// plan of a search placed, the search's greedy path changed and ended
+// slower at as many budgets as it gained (InceptionV4 b143 at 25 % of
+// its peak +27.93 → +42.62 %, ResNet-101 b195 at 25 % +7.26 → +9.22 %),
+// so tsplit places the releases of the few plans it keeps at the end of
+// each search instead.
+func PlaceReleases(s *State) error { return placeTriggers(s, true) }
+
+// placed is a plan after a sweep of placeTriggers: its order, the
+// releases the sweep set, its memory model and timeline.
 type placed struct {
 	order []*ir.Op
+	rels  []releaseMove
 	mem   *memory.Model
 	tl    *Timeline
 }
@@ -234,6 +275,28 @@ func moveReleases(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profi
 	n := len(order)
 	pos := g.Position()
 	live := slices.Clone(mem.Live)
+	// A wait hides the ones after it: the ops after it start late, and
+	// the frees of copies queued behind the waited one find them done.
+	// So a window is measured against the step without the waits for
+	// frees before it (stalled: the compute stream's idle time up to
+	// each position spent waiting for a swap-out), and all the copies
+	// that queue on the link get their windows in one sweep (BERT-base b275 at 80 % of its peak: twelve
+	// 412 MiB swap-outs back to back, two of them waited for).
+	// The free after position k comes when the compute stream has done
+	// its ops up to k (a copy op there is only issued): done[k].
+	stalled, done := make([]float64, n), make([]float64, n)
+	for i := range n {
+		if b := tl.Blame[i]; b >= 0 && ir.CopyOf(order[b]) == ir.ToHost {
+			stalled[i] = tl.Wait[i] // only the waits for frees: the others stay
+		}
+		if i > 0 {
+			stalled[i] += stalled[i-1]
+			done[i] = done[i-1]
+		}
+		if tl.Stream[i] == StreamCompute {
+			done[i] = tl.End[i]
+		}
+	}
 	var rels []releaseMove
 	for at, op := range order {
 		if ir.CopyOf(op) != ir.ToHost {
@@ -242,7 +305,7 @@ func moveReleases(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profi
 		v := op.Input(0)
 		rel := ir.SwapOutRelease(op)
 		last := at + rel // the free is after this position
-		if last >= n-1 || tl.End[at] <= tl.End[last] {
+		if last >= n-1 || tl.End[at] <= done[last]-stalled[last] {
 			continue // freed at the end, or the copy is done by then
 		}
 		other := false
@@ -253,7 +316,7 @@ func moveReleases(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profi
 			continue // another reader keeps it: its free is not this window's
 		}
 		size := mem.Intervals[mem.ByValue[v.ID]].Bytes
-		need := tl.End[at] - tl.End[last]
+		need := tl.End[at] - (done[last] - stalled[last])
 		k := last
 		for cover := 0.0; cover < need && k+1 < n-1; {
 			if live[k+1]+size > target {

@@ -47,7 +47,7 @@ func TestPlaceTriggersHidesAWaitedSwapIn(t *testing.T) {
 	if w0 <= 0 {
 		t.Fatalf("the test's swap-in is hidden already (wait %g s): nothing to place", w0)
 	}
-	if err := placeTriggers(s); err != nil {
+	if err := placeTriggers(s, true); err != nil {
 		t.Fatal(err)
 	}
 	pos := g.Position()
@@ -61,7 +61,7 @@ func TestPlaceTriggersHidesAWaitedSwapIn(t *testing.T) {
 	}
 	// The pipeline's pass after PlanRounds finds the trigger placed.
 	order := append([]*ir.Op(nil), g.Order()...)
-	if err := placeTriggers(s); err != nil {
+	if err := placeTriggers(s, true); err != nil {
 		t.Fatal(err)
 	}
 	for i, op := range g.Order() {
@@ -122,7 +122,7 @@ func TestPlaceTriggersLengthensAWaitedRelease(t *testing.T) {
 	if w0 <= 0 {
 		t.Fatalf("the test's swap-out is hidden already: nothing to place")
 	}
-	if err := placeTriggers(s); err != nil {
+	if err := placeTriggers(s, true); err != nil {
 		t.Fatal(err)
 	}
 	w1, t1 := waits()

@@ -459,7 +459,7 @@ func PlanRounds(s *State, pol Policy) error {
 	if !pol.OwnTriggers() {
 		// Place the swap-ins' triggers now (ControlEdges' rule), so that
 		// a search over plans compares the steps that will run.
-		if err := placeTriggers(s); err != nil {
+		if err := placeTriggers(s, false); err != nil {
 			return err
 		}
 	}

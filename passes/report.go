@@ -63,6 +63,10 @@ type Report struct {
 	// and what the plan's overhead is against. BasePeak, BaseTime and
 	// Base then describe the sub-batched step before planning.
 	Whole *WholeBatch `json:"whole_batch,omitempty"`
+	// placed says the plan's triggers and releases are placed
+	// (PlaceReleases): the pipeline's ControlEdges then leaves the plan
+	// as the search compared it.
+	placed bool
 }
 
 // WholeBatch is the unplanned step of the whole batch a sub-batched

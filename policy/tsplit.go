@@ -246,9 +246,21 @@ func gridBelow(budget, basePeak int64, n int) []int64 {
 // any variant split, and moDNN's offload ranking where that plan adds
 // time. It keeps the fastest, the earliest on a tie.
 func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget int64, update passes.UpdatePlace) (*passes.State, error) {
+	// The candidates are compared with their releases placed
+	// (passes.PlaceReleases): the search inside each compares them
+	// without.
+	place := func(f *passes.State, err error) error {
+		if err != nil || f == nil || f.Report == nil {
+			return nil // no plan: nothing to place
+		}
+		return passes.PlaceReleases(f)
+	}
 	f, err, splits := t.searchAt(s, snap, prefix, budget, update)
 	if interrupted(err) {
 		return nil, err
+	}
+	if perr := place(f, err); perr != nil {
+		return nil, perr
 	}
 	if splits {
 		// Splits were tried somewhere: the same search without them is
@@ -258,6 +270,9 @@ func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget i
 		g, gerr, _ := nosplit.searchAt(s, snap, prefix+"nosplit/", budget, placed(f, update))
 		if interrupted(gerr) {
 			return nil, gerr
+		}
+		if perr := place(g, gerr); perr != nil {
+			return nil, perr
 		}
 		if gerr == nil && (err != nil || g.Report.Time < f.Report.Time) {
 			g.Report.Policy = t.Name()
@@ -269,6 +284,9 @@ func (t *tsplit) planAt(s *passes.State, snap *ir.Model, prefix string, budget i
 		g, gerr := t.offloadRanked(s, snap, prefix, budget, placed(f, update))
 		if interrupted(gerr) {
 			return nil, gerr
+		}
+		if perr := place(g, gerr); perr != nil {
+			return nil, perr
 		}
 		if gerr == nil && (err != nil || g.Report.Time < f.Report.Time) {
 			f, err = g, nil

@@ -47,7 +47,7 @@ func Example() {
 	// Output:
 	// peak 2520.0 KiB → 1105.8 KiB within 1536.0 KiB
 	// 97 swapped, 0 recomputed, 4 split
-	// pool 1105.8 KiB, the plan's: true
+	// pool 1232.8 KiB, the plan's: true
 	// measured peak equals the plan's: true
 	// loss: cross-entropy
 }

@@ -189,6 +189,14 @@ func placeTriggers(s *State, releases bool) error {
 // each search instead.
 func PlaceReleases(s *State) error { return placeTriggers(s, true) }
 
+// PlaceReleasesWithin places them again for budget, which the plan is
+// then for: a plan made for a smaller budget, whose releases' layout
+// did not fit there, may fit this one.
+func PlaceReleasesWithin(s *State, budget int64) error {
+	s.Report.Budget, s.Report.placed = budget, false
+	return placeTriggers(s, true)
+}
+
 // placed is a plan after a sweep of placeTriggers: its order, the
 // releases the sweep set, its memory model and timeline.
 type placed struct {

@@ -27,20 +27,10 @@ func TestPlaceTriggersHidesAWaitedSwapIn(t *testing.T) {
   %10 = Add %9 %8 "g" [backward]
   return %10
 `
-	m, err := ir.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := m.Graph
-	s := NewState(m, nil)
-	s.Report = &Report{Swapped: 1, Budget: 64 << 20}
+	g, s, simulate := placeCase(t, src)
 	p := profileOf(s)
 	wait := func() (float64, float64) {
-		mem, err := memory.Analyze(g, memory.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tl := Simulate(g, mem, p)
+		tl := simulate()
 		return tl.Wait[len(g.Order())-1], tl.StepTime
 	}
 	w0, t0 := wait()
@@ -94,21 +84,10 @@ func TestPlaceTriggersLengthensAWaitedRelease(t *testing.T) {
   %13 = Add %12 %11 "j" [backward]
   return %13
 `
-	m, err := ir.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := m.Graph
-	s := NewState(m, nil)
-	s.Report = &Report{Swapped: 1, Budget: 64 << 20}
-	p := profileOf(s)
+	g, s, simulate := placeCase(t, src)
 	out := g.Lookup("a/out_0").Def
 	waits := func() (float64, float64) {
-		mem, err := memory.Analyze(g, memory.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tl := Simulate(g, mem, p)
+		tl := simulate()
 		w := 0.0
 		for i, op := range g.Order() {
 			if op.Name == "a/in" {
@@ -129,5 +108,27 @@ func TestPlaceTriggersLengthensAWaitedRelease(t *testing.T) {
 	if r := ir.SwapOutRelease(out); r <= 1 || w1 != 0 || t1 >= t0 || s.Report.Time != t1 {
 		t.Errorf("release %d, forward waits %g → %g s, step %g → %g s (report %g): want a longer release, no wait, a shorter step, reported",
 			r, w0, w1, t0, t1, s.Report.Time)
+	}
+}
+
+// placeCase parses a placing test's graph, planned with one swap under a
+// 64 MiB budget, and returns it, its state and a function that
+// simulates it as it then is.
+func placeCase(t *testing.T, src string) (*ir.Graph, *State, func() *Timeline) {
+	t.Helper()
+	m, err := ir.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graph
+	s := NewState(m, nil)
+	s.Report = &Report{Swapped: 1, Budget: 64 << 20}
+	p := profileOf(s)
+	return g, s, func() *Timeline {
+		mem, err := memory.Analyze(g, memory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Simulate(g, mem, p)
 	}
 }

@@ -62,9 +62,8 @@ func placeTriggers(s *State, releases bool) error {
 	// room left under the target, and the releases took it from the
 	// triggers where they went together (VGG-19 b301 at 50 % of its
 	// peak, shrink-early: 6.649 s against 6.215 s with the triggers
-	// alone).
-	// room is what a move may fill M_k up to (the target, or less where
-	// the layout needs it).
+	// alone). room is what a move may fill M_k up to: the target, or
+	// less where the layout needs it.
 	sweeps := func(phase int, room int64) error {
 		for range triggerSweeps {
 			base := slices.Clone(g.Order())
@@ -73,7 +72,7 @@ func placeTriggers(s *State, releases bool) error {
 			if phase == 0 {
 				moves = moveTriggers(g, mem, tl, p, room)
 			} else {
-				rels = moveReleases(g, mem, tl, p, room)
+				rels = moveReleases(g, mem, tl, room)
 			}
 			if len(moves) == 0 && len(rels) == 0 {
 				return nil
@@ -235,8 +234,8 @@ func withMoves(order []*ir.Op, moves []triggerMove) []*ir.Op {
 }
 
 // tryMoves sets g's order to base with moves, and the releases of the
-// swap-outs in rels, and returns its memory model and timeline, or a nil timeline where its
-// peak is over target.
+// swap-outs in rels, and returns its memory model and timeline, or a
+// nil timeline where its peak is over target.
 func tryMoves(g *ir.Graph, base []*ir.Op, moves []triggerMove, rels []releaseMove, p *profile.Profile, target int64) (*memory.Model, *Timeline, error) {
 	if err := g.SetOrder(withMoves(base, moves)); err != nil {
 		return nil, nil, err
@@ -278,7 +277,7 @@ func setReleases(all, keep []releaseMove) {
 // (and caps it), so a copy queued behind others on the link, or longer
 // than the cap's ops, is freed before it ends (BERT-base b275 at 95 %
 // of its peak: a 412 MiB swap-out over 64 ops 1.1 ms short).
-func moveReleases(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profile, target int64) []releaseMove {
+func moveReleases(g *ir.Graph, mem *memory.Model, tl *Timeline, target int64) []releaseMove {
 	order := g.Order()
 	n := len(order)
 	pos := g.Position()
@@ -288,8 +287,9 @@ func moveReleases(g *ir.Graph, mem *memory.Model, tl *Timeline, p *profile.Profi
 	// So a window is measured against the step without the waits for
 	// frees before it (stalled: the compute stream's idle time up to
 	// each position spent waiting for a swap-out), and all the copies
-	// that queue on the link get their windows in one sweep (BERT-base b275 at 80 % of its peak: twelve
-	// 412 MiB swap-outs back to back, two of them waited for).
+	// that queue on the link get their windows in one sweep (BERT-base
+	// b275 at 80 % of its peak: twelve 412 MiB swap-outs back to back,
+	// two of them waited for).
 	// The free after position k comes when the compute stream has done
 	// its ops up to k (a copy op there is only issued): done[k].
 	stalled, done := make([]float64, n), make([]float64, n)

@@ -25,6 +25,11 @@ import (
 // ErrNoSolver says no MILP solver is installed (make deps installs CBC).
 var ErrNoSolver = errors.New("bound: no MILP solver (cbc) on PATH; `make deps` installs coinor-cbc")
 
+// ErrSolverTimeout is MILP's error when CBC ran past twice its time
+// limit (it does not check the limit in every phase) and was stopped:
+// no bound was proved.
+var ErrSolverTimeout = errors.New("bound: cbc did not stop at its time limit and was killed")
+
 // Solver is the MILP solver's command; tests and the CLI look it up
 // with exec.LookPath.
 const Solver = "cbc"
@@ -139,6 +144,9 @@ func MILP(ctx context.Context, g *ir.Graph, mem *memory.Model, tl *passes.Timeli
 		_ = os.WriteFile(filepath.Join(dir, "cbc.log"), out, 0o644)
 	}
 	if err != nil {
+		if cctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("%w (%v): %s", ErrSolverTimeout, 2*limit+30*time.Second, tail(out))
+		}
 		return nil, fmt.Errorf("bound: cbc: %v: %s", err, tail(out))
 	}
 	obj, optimal, err := readCBC(sol, out)

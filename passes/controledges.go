@@ -132,8 +132,11 @@ func placeTriggers(s *State, releases bool) error {
 	// target lowered by the overshoot, as PlanRounds aims its rounds
 	// (VGG-16 b320 at 50 % of its peak, shrink-early: 6.478 s with the
 	// triggers alone, 5.601 s with the releases, whose layout is over).
+	fits := false // the top of the stack's layout is known to fit
 	if top := stack[len(stack)-1]; top.rels != nil {
-		if l := top.mem.MakeLayout(); l.Pool > r.Budget {
+		l := top.mem.MakeLayout()
+		fits = l.Pool <= r.Budget
+		if !fits {
 			for len(stack) > 1 && stack[len(stack)-1].rels != nil {
 				setReleases(stack[len(stack)-1].rels, nil)
 				stack = stack[:len(stack)-1]
@@ -158,7 +161,7 @@ func placeTriggers(s *State, releases bool) error {
 	// keeps a copy across more positions, and the layout of all of a
 	// step's releases lengthened at once can need a pool over the
 	// budget where fewer fit.)
-	for len(stack) > 1 && stack[len(stack)-1].mem.MakeLayout().Pool > r.Budget {
+	for !fits && len(stack) > 1 && stack[len(stack)-1].mem.MakeLayout().Pool > r.Budget {
 		setReleases(stack[len(stack)-1].rels, nil)
 		stack = stack[:len(stack)-1]
 	}

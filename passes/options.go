@@ -26,6 +26,11 @@ type Options struct {
 	// may keep a swapped tensor's device copy to hide the transfer
 	// (0 or 1: the next op only; policy, Decision.Release).
 	MaxRelease int
+	// ShortReleases frees swapped copies sooner than tsplit's planner
+	// planned (Plan.ShortReleases): fewer bytes held across the windows,
+	// and waits where a copy has not ended. The search plans a variant
+	// so where it found no plan otherwise.
+	ShortReleases bool
 	// ChainFit makes tsplit's planner judge whether a recompute chain's
 	// clones fit against what is live before the op that reads the
 	// chain's target allocates its outputs and workspace (the clones run

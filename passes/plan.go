@@ -55,6 +55,13 @@ type Plan struct {
 	// Partial marks a round that stopped at a bottleneck it could not
 	// clear yet; planning continues on the rewritten graph.
 	Partial bool
+	// ShortReleases writes each swap-out's release window as the count
+	// of ops the planner gave it, counted in the rewritten order, where
+	// the ops inserted inside the window count too: the copy is freed
+	// after fewer of the ops the planner meant to hide its transfer
+	// (Options.ShortReleases). Otherwise the count runs to the op the
+	// planner meant.
+	ShortReleases bool
 	// Detail is what the policy decided beyond the decisions (moDNN: its
 	// sub-batch and convolution algorithms), for the caller: planning
 	// keeps the last round's in State.Detail.

@@ -382,7 +382,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// transfer time and chains reading this round's swap-ins
 		// (passes.Options.LinkPrice).
 		priced bool
-		name   string
+		// release caps the swap-out windows (0: maxRelease).
+		release int
+		name    string
 		// deep marks a variant that failed for the budget and was
 		// planned for target bytes, below the budget asked (deeper).
 		deep          bool
@@ -398,6 +400,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		}
 		if v.priced {
 			opts.LinkPrice = linkPrice
+		}
+		if v.release > 0 {
+			opts.MaxRelease = v.release
 		}
 		v.plan, v.err = t.planIn(s, snap, v.order, &opts, v.name, noBound)
 		if v.err != nil && !interrupted(v.err) && !errors.Is(v.err, passes.ErrSameOrder) {
@@ -550,6 +555,8 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		}
 	}
 	var segs, peaks []*variant
+	// wins[n] are lead n's window variants (windowReleases).
+	var wins [][]*variant
 	var priced *variant
 	if best >= 0 && !done {
 		// Each lead again with the bottlenecks walked from the peak,
@@ -572,6 +579,20 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			w := vs[l]
 			segs = append(segs, &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, name: w.name + "-segments"})
 		}
+		for _, l := range leads {
+			w := vs[l]
+			var ws []*variant
+			for _, r := range windowReleases {
+				if l != best {
+					// the best order's only: BERT-large's planning time
+					break
+				}
+				ws = append(ws, &variant{order: w.order, update: w.update, peakFirst: r.peak, chainFit: w.chainFit, release: r.ops,
+					name: fmt.Sprintf("%s-release-%d%s", w.name, r.ops, map[bool]string{true: "-peak"}[r.peak])})
+			}
+			wins = append(wins, ws)
+			batch = append(batch, ws...)
+		}
 		w := vs[best]
 		priced = &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, priced: true, name: w.name + "-priced"}
 		batch = append(append(append(batch, peaks...), segs...), priced)
@@ -583,6 +604,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			splits = splits || v.err == nil && v.plan.Report.Chosen != ""
 		}
 		vs = append(vs, peaks...)
+		for _, ws := range wins {
+			vs = append(vs, ws...)
+		}
 	}
 	type lead struct {
 		w       *variant
@@ -600,6 +624,15 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			w = peaks[n]
 		} else if n < len(peaks) {
 			unpaid = true
+		}
+		if n < len(wins) {
+			// The repair starts from the fastest of the lead's plans,
+			// its window variants' too.
+			for _, x := range wins[n] {
+				if x.err == nil && x.plan.Report.Time < w.plan.Report.Time {
+					w = x
+				}
+			}
 		}
 		e := lead{w: w, f: w.plan}
 		if !done {
@@ -621,7 +654,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// built 3.681 s in op order, 2.947 s from the peak.
 		var more []*variant
 		for k, v := range vs {
-			if v.err != nil || v.deep || v.peakFirst || slices.Contains(leads, k) {
+			if v.err != nil || v.deep || v.peakFirst || v.release > 0 || slices.Contains(leads, k) {
 				continue
 			}
 			more = append(more, &variant{order: v.order, update: v.update, peakFirst: true, chainFit: v.chainFit, name: v.name + "-peak"})
@@ -663,6 +696,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		}
 		if v.priced {
 			what += " and the link priced"
+		}
+		if v.release > 0 {
+			what += fmt.Sprintf(" with swap-out windows of up to %d ops", v.release)
 		}
 		if v.err == nil && v.plan.Opts.ShortReleases {
 			what += " with the copies freed after their windows' count of ops"
@@ -756,6 +792,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	}
 	if w.priced {
 		walk += fmt.Sprintf(", swaps ranked with %g of their transfer time", linkPrice)
+	}
+	if w.release > 0 {
+		walk += fmt.Sprintf(", swap-out windows of up to %d ops", w.release)
 	}
 	why := fmt.Sprintf("order %s, bottlenecks %s, %d repairs (simulated steps: %s)", r.Order, walk, repairs, strings.Join(tried, ", "))
 	if r.Chosen != "" {
@@ -995,6 +1034,21 @@ var splitPNums = []int{2, 4, 8, 16, 32, 64}
 // of its peak +1.9 % (+11.7 % uncapped, +2.3 % with 1), BERT-base at
 // 50 % +1.1 % (+1.6 % with 1).
 const maxRelease = 4
+
+// windowReleases are the search's window variants: the best order is
+// planned again with swap-out windows of up to ops ops, in op order or
+// walked from the peak. Which cap is best moves with the
+// model and the budget, by a fifth to a half of the time a plan adds
+// (one plan each, docs/planner.md §2a: ResNet-50 b289 at half its peak,
+// alap in op order, +4.35 % at 4 ops, +3.59 % at 8, +3.24 % at 16;
+// ResNet-101 b195 +4.45 % at 4, +3.52 % at 8; BERT-base b275 at 40 %,
+// shrink-early +10.52 % at 4, +2.61 % at 64). Since the release counts
+// run to the op the planner meant (passes.InsertSwapRecompute), a
+// longer window holds its copy exactly as planned.
+var windowReleases = []struct {
+	ops  int
+	peak bool
+}{{8, false}, {8, true}, {16, true}, {longRelease, false}}
 
 // longRelease caps the swap-out window of the search's segment variant
 // (searchAt). Where segments take over the recomputation, the swaps

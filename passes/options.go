@@ -31,6 +31,12 @@ type Options struct {
 	// and waits where a copy has not ended. The search plans a variant
 	// so where it found no plan otherwise.
 	ShortReleases bool
+	// LinkQueue prices tsplit's swap-outs (and its splits' copies to the
+	// host) by the device-to-host link's queue: each copy after the ones
+	// issued before it, charged the waits it adds to those issued after
+	// it (policy, linkQueue), instead of Eq. 3's occupancy. The search
+	// plans its window variants so.
+	LinkQueue bool
 	// ChainFit makes tsplit's planner judge whether a recompute chain's
 	// clones fit against what is live before the op that reads the
 	// chain's target allocates its outputs and workspace (the clones run

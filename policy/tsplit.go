@@ -37,6 +37,7 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 	pl.chainFit = c.Opts.ChainFit
 	pl.Segments = c.Opts.Segments
 	pl.LinkPrice = c.Opts.LinkPrice
+	pl.queue = c.Opts.LinkQueue
 	if t.split {
 		pl.SplitChoices = passes.SplitChoices(c.Model, c.FT)
 	}
@@ -382,8 +383,10 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// transfer time and chains reading this round's swap-ins
 		// (passes.Options.LinkPrice).
 		priced bool
-		// release caps the swap-out windows (0: maxRelease).
+		// release caps the swap-out windows (0: maxRelease); queue
+		// prices the swap-outs by the link's queue (Options.LinkQueue).
 		release int
+		queue   bool
 		name    string
 		// deep marks a variant that failed for the budget and was
 		// planned for target bytes, below the budget asked (deeper).
@@ -402,7 +405,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			opts.LinkPrice = linkPrice
 		}
 		if v.release > 0 {
-			opts.MaxRelease = v.release
+			opts.MaxRelease, opts.LinkQueue = v.release, v.queue
 		}
 		v.plan, v.err = t.planIn(s, snap, v.order, &opts, v.name, noBound)
 		if v.err != nil && !interrupted(v.err) && !errors.Is(v.err, passes.ErrSameOrder) {
@@ -587,8 +590,8 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 					// the best order's only: BERT-large's planning time
 					break
 				}
-				ws = append(ws, &variant{order: w.order, update: w.update, peakFirst: r.peak, chainFit: w.chainFit, release: r.ops,
-					name: fmt.Sprintf("%s-release-%d%s", w.name, r.ops, map[bool]string{true: "-peak"}[r.peak])})
+				ws = append(ws, &variant{order: w.order, update: w.update, peakFirst: r.peak, chainFit: w.chainFit, release: r.ops, queue: r.queue,
+					name: fmt.Sprintf("%s-release-%d%s%s", w.name, r.ops, map[bool]string{true: "-peak"}[r.peak], map[bool]string{true: "-queue"}[r.queue])})
 			}
 			wins = append(wins, ws)
 			batch = append(batch, ws...)
@@ -700,6 +703,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		if v.release > 0 {
 			what += fmt.Sprintf(" with swap-out windows of up to %d ops", v.release)
 		}
+		if v.queue {
+			what += " priced by the link's queue"
+		}
 		if v.err == nil && v.plan.Opts.ShortReleases {
 			what += " with the copies freed after their windows' count of ops"
 		}
@@ -795,6 +801,9 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	}
 	if w.release > 0 {
 		walk += fmt.Sprintf(", swap-out windows of up to %d ops", w.release)
+	}
+	if w.queue {
+		walk += ", swap-outs priced by the link's queue"
 	}
 	why := fmt.Sprintf("order %s, bottlenecks %s, %d repairs (simulated steps: %s)", r.Order, walk, repairs, strings.Join(tried, ", "))
 	if r.Chosen != "" {
@@ -1046,9 +1055,10 @@ const maxRelease = 4
 // run to the op the planner meant (passes.InsertSwapRecompute), a
 // longer window holds its copy exactly as planned.
 var windowReleases = []struct {
-	ops  int
-	peak bool
-}{{8, false}, {8, true}, {16, true}, {longRelease, false}}
+	ops         int
+	peak, queue bool
+}{{8, false, true}, {8, true, true}, {16, true, true}, {longRelease, false, true},
+	{8, false, false}, {8, true, false}, {16, true, false}, {longRelease, false, false}}
 
 // longRelease caps the swap-out window of the search's segment variant
 // (searchAt). Where segments take over the recomputation, the swaps
@@ -1129,6 +1139,11 @@ type planner struct {
 	// penalty is simulate-and-repair's extra ΔT per swapped tensor.
 	penalty map[string]float64
 
+	// out is the device-to-host link's queue of copies (linkqueue.go),
+	// which prices swap-outs where queue is set (passes.Options.LinkQueue);
+	// outOcc and inOcc are the links' occupancy (Eq. 3's Oc_u).
+	out    *linkQueue
+	queue  bool
 	outOcc []float64
 	inOcc  []float64
 	opTime []float64
@@ -1140,8 +1155,8 @@ func newPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.
 	n := len(mem.Order)
 	pl := &planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), clonable: make([]int8, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, outOcc: append([]float64(nil), tl.OutOcc...),
-		inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
+		decided: make([]bool, g.NumValueIDs()), clonable: make([]int8, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, out: newLinkQueue(mem.Order, tl),
+		outOcc: append([]float64(nil), tl.OutOcc...), inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	pl.activeAt = -1
 	pl.segAt, pl.backAt = make([]int32, g.NumValueIDs()), make([]int32, g.NumValueIDs())
@@ -1387,6 +1402,8 @@ func (pl *planner) Run() (*passes.Plan, error) {
 			}
 			if d.Option == passes.Swap {
 				pl.occupy(pl.outOcc, d.After+1, pl.n, pl.Prof.TransferTime(d.Value.Bytes(), true))
+				pl.out.add(pl.out.at(d.After+1), linkCopy{issue: d.After + 1, ready: pl.issueAt(d.Value, d.After),
+					dur: pl.Prof.TransferTime(d.Value.Bytes(), true), due: pl.TL.End[min(d.After+d.Release, pl.n-1)]})
 				pl.occupy(pl.inOcc, d.Trigger, d.Before, pl.Prof.TransferTime(d.Value.Bytes(), false))
 			}
 		}
@@ -1580,21 +1597,40 @@ func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 	// The runtime frees the device copy after the release-th op that
 	// follows the SwapOut, first waiting for the copy (the memory model
 	// and the simulator count the same): the window is the fewest ops
-	// from a+1 on that hide the transfer, ending before i so that the
-	// saving covers it.
-	hide, release := 0.0, 0
-	for u := a + 1; u < i; u++ {
-		hide += (1 - pl.outOcc[u]) * pl.opTime[u]
-		release++
-		if hide >= out || release >= max(pl.MaxRelease, 1) {
-			break
+	// from a+1 on that end after the copy, ending before i so that the
+	// saving covers it. The copy ends where the link's queue puts it
+	// (linkQueue): after the copies issued before it; those issued
+	// after it wait for it, and what the step then waits longer at
+	// their frees is charged to this swap too.
+	// Without the queue, Eq. 3: the copy is hidden by the link time the
+	// copies planned before it left free in the window.
+	release := 0
+	var fwd float64
+	if pl.queue {
+		k := pl.out.at(a + 1)
+		fin := pl.out.finish(k, pl.issueAt(v, a), out)
+		for u := a + 1; u < i; u++ {
+			release++
+			if pl.TL.End[u] >= fin || release >= max(pl.MaxRelease, 1) {
+				break
+			}
 		}
+		fwd = max(fin-pl.TL.End[a+release], 0) + pl.out.delay(k, fin)
+	} else {
+		hide := 0.0
+		for u := a + 1; u < i; u++ {
+			hide += (1 - pl.outOcc[u]) * pl.opTime[u]
+			release++
+			if hide >= out || release >= max(pl.MaxRelease, 1) {
+				break
+			}
+		}
+		fwd = max(out-hide, 0)
 	}
-	fwd := max(out-hide, 0)
 	// Trigger: walk back from q until the swap-in is hidden, but keep the
 	// restored copy from raising the memory above the budget, and after i.
 	p := q
-	hide = 0
+	hide := 0.0
 	for p-1 > i && hide < in {
 		k := p - 1
 		if pl.Mem.Live[k]-pl.saved[k]+size > pl.Budget {
@@ -1618,6 +1654,24 @@ func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 	// 412 MiB), leaving their MatMul inputs (16 ms) to be recomputed.
 	rank := d.DeltaT + pl.LinkPrice*(out+in)
 	return candidate{d: d, ratio: (rank + 1e-12) / float64(size), from: [2]int{a + release + 1, p - 1}}, true
+}
+
+// issueAt is when a copy of v issued after op a can start: once v is
+// made and op a is done. The host issues ahead of the compute stream,
+// but it waits for every task that touched a tensor it frees (a
+// convolution's workspace after each convolution), so a copy issued
+// right after op a seldom starts before it ends (ResNet-50 b289: the
+// input's copy, issued after the first convolution, starts when that
+// ends).
+func (pl *planner) issueAt(v *ir.Value, a int) float64 {
+	t := 0.0
+	if v.Def != nil {
+		t = pl.TL.End[pl.pos[v.Def.ID]]
+	}
+	if a >= 0 {
+		t = max(t, pl.TL.End[a])
+	}
+	return t
 }
 
 // recomputeCandidate applies Eq. 4 with the memory-centric strategy of
@@ -1704,7 +1758,14 @@ func (pl *planner) bestSplit(i int) *splitCandidate {
 			micro := profile.Work{FLOPs: w.FLOPs / float64(p), Bytes: w.Bytes / float64(p)}
 			overhead := float64(p)*pl.Prof.WorkTime(micro) - pl.Prof.WorkTime(w)
 			xfer := pl.Prof.TransferTime(c.d2h, true) + pl.Prof.TransferTime(c.h2d, false)
+			// The split's copies to the host queue behind the swap-outs
+			// issued before the op and delay those after it, as a
+			// swap's do (linkQueue): priced the same way, so that the
+			// queue does not tip Step 3 towards splits.
 			dt := max(overhead, 0) + xfer
+			if pl.queue {
+				dt += pl.out.backlog(i, pl.TL.Start[i], pl.Prof.TransferTime(c.d2h, true))
+			}
 			sc := &splitCandidate{d: passes.SplitDecision{Op: op, PNum: p, Map: ch, At: i, DeltaM: dm, DeltaT: dt},
 				ratio: (dt + 1e-12) / float64(dm), from: [2]int{from, i}}
 			if *bestOf == nil || sc.ratio < (*bestOf).ratio {

@@ -37,7 +37,9 @@ func (t *tsplit) Plan(c *Context) (*passes.Plan, error) {
 	pl.chainFit = c.Opts.ChainFit
 	pl.Segments = c.Opts.Segments
 	pl.LinkPrice = c.Opts.LinkPrice
-	pl.queue = c.Opts.LinkQueue
+	if c.Opts.LinkQueue {
+		pl.queue, pl.out = true, newLinkQueue(c.Mem.Order, c.TL)
+	}
 	if t.split {
 		pl.SplitChoices = passes.SplitChoices(c.Model, c.FT)
 	}
@@ -558,8 +560,8 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		}
 	}
 	var segs, peaks []*variant
-	// wins[n] are lead n's window variants (windowReleases).
-	var wins [][]*variant
+	// wins are the best order's window variants (windowReleases).
+	var wins []*variant
 	var priced *variant
 	if best >= 0 && !done {
 		// Each lead again with the bottlenecks walked from the peak,
@@ -582,21 +584,20 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			w := vs[l]
 			segs = append(segs, &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, name: w.name + "-segments"})
 		}
-		for _, l := range leads {
-			w := vs[l]
-			var ws []*variant
-			for _, r := range windowReleases {
-				if l != best {
-					// the best order's only: BERT-large's planning time
-					break
-				}
-				ws = append(ws, &variant{order: w.order, update: w.update, peakFirst: r.peak, chainFit: w.chainFit, release: r.ops, queue: r.queue,
-					name: fmt.Sprintf("%s-release-%d%s%s", w.name, r.ops, map[bool]string{true: "-peak"}[r.peak], map[bool]string{true: "-queue"}[r.queue])})
-			}
-			wins = append(wins, ws)
-			batch = append(batch, ws...)
-		}
+		// The best order's only: for both leads where grad-first leads,
+		// BERT-large's planning took 0.99 s.
 		w := vs[best]
+		for _, r := range windowReleases {
+			name := fmt.Sprintf("%s-release-%d", w.name, r.ops)
+			if r.peak {
+				name += "-peak"
+			}
+			if r.queue {
+				name += "-queue"
+			}
+			wins = append(wins, &variant{order: w.order, update: w.update, peakFirst: r.peak, chainFit: w.chainFit, release: r.ops, queue: r.queue, name: name})
+		}
+		batch = append(batch, wins...)
 		priced = &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, priced: true, name: w.name + "-priced"}
 		batch = append(append(append(batch, peaks...), segs...), priced)
 		each(batch, func(_ int, v *variant) { plan(v, true) })
@@ -606,10 +607,7 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			}
 			splits = splits || v.err == nil && v.plan.Report.Chosen != ""
 		}
-		vs = append(vs, peaks...)
-		for _, ws := range wins {
-			vs = append(vs, ws...)
-		}
+		vs = append(append(vs, peaks...), wins...)
 	}
 	type lead struct {
 		w       *variant
@@ -628,10 +626,10 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		} else if n < len(peaks) {
 			unpaid = true
 		}
-		if n < len(wins) {
-			// The repair starts from the fastest of the lead's plans,
-			// its window variants' too.
-			for _, x := range wins[n] {
+		if l == best {
+			// The repair starts from the fastest of the best order's
+			// plans, its window variants' too.
+			for _, x := range wins {
 				if x.err == nil && x.plan.Report.Time < w.plan.Report.Time {
 					w = x
 				}
@@ -1140,8 +1138,9 @@ type planner struct {
 	penalty map[string]float64
 
 	// out is the device-to-host link's queue of copies (linkqueue.go),
-	// which prices swap-outs where queue is set (passes.Options.LinkQueue);
-	// outOcc and inOcc are the links' occupancy (Eq. 3's Oc_u).
+	// which prices swap-outs where queue is set (passes.Options.LinkQueue;
+	// nil otherwise); outOcc and inOcc are the links' occupancy (Eq. 3's
+	// Oc_u).
 	out    *linkQueue
 	queue  bool
 	outOcc []float64
@@ -1155,7 +1154,7 @@ func newPlanner(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, p *profile.
 	n := len(mem.Order)
 	pl := &planner{G: g, Mem: mem, TL: tl, Prof: p, Budget: budget, n: n,
 		pos: g.Position(), uses: make([][]int, g.NumValueIDs()), saved: make([]int64, n),
-		decided: make([]bool, g.NumValueIDs()), clonable: make([]int8, g.NumValueIDs()), splitDone: map[ir.OpID]bool{}, out: newLinkQueue(mem.Order, tl),
+		decided: make([]bool, g.NumValueIDs()), clonable: make([]int8, g.NumValueIDs()), splitDone: map[ir.OpID]bool{},
 		outOcc: append([]float64(nil), tl.OutOcc...), inOcc: append([]float64(nil), tl.InOcc...), opTime: make([]float64, n)}
 	pl.Allowed = [3]bool{true, true, true}
 	pl.activeAt = -1
@@ -1402,8 +1401,10 @@ func (pl *planner) Run() (*passes.Plan, error) {
 			}
 			if d.Option == passes.Swap {
 				pl.occupy(pl.outOcc, d.After+1, pl.n, pl.Prof.TransferTime(d.Value.Bytes(), true))
-				pl.out.add(pl.out.at(d.After+1), linkCopy{issue: d.After + 1, ready: pl.issueAt(d.Value, d.After),
-					dur: pl.Prof.TransferTime(d.Value.Bytes(), true), due: pl.TL.End[min(d.After+d.Release, pl.n-1)]})
+				if pl.queue {
+					pl.out.add(pl.out.at(d.After+1), linkCopy{issue: d.After + 1, ready: pl.issueAt(d.Value, d.After),
+						dur: pl.Prof.TransferTime(d.Value.Bytes(), true), due: pl.TL.End[min(d.After+d.Release, pl.n-1)]})
+				}
 				pl.occupy(pl.inOcc, d.Trigger, d.Before, pl.Prof.TransferTime(d.Value.Bytes(), false))
 			}
 		}
@@ -1597,13 +1598,12 @@ func (pl *planner) swapCandidate(v *ir.Value, size int64, a, q, i int) (candidat
 	// The runtime frees the device copy after the release-th op that
 	// follows the SwapOut, first waiting for the copy (the memory model
 	// and the simulator count the same): the window is the fewest ops
-	// from a+1 on that end after the copy, ending before i so that the
-	// saving covers it. The copy ends where the link's queue puts it
-	// (linkQueue): after the copies issued before it; those issued
-	// after it wait for it, and what the step then waits longer at
-	// their frees is charged to this swap too.
-	// Without the queue, Eq. 3: the copy is hidden by the link time the
-	// copies planned before it left free in the window.
+	// from a+1 on that hide the transfer, ending before i so that the
+	// saving covers it. Eq. 3 hides the copy in the link time the copies
+	// planned before it left free in the window; with the queue
+	// (linkQueue) the copy ends after the copies issued before it, and
+	// what it makes those issued after it wait at their frees is
+	// charged to it too.
 	release := 0
 	var fwd float64
 	if pl.queue {

@@ -146,7 +146,8 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 		// past its last use (a replaced weight, an input only the
 		// forward pass reads). One swapped in this round is not: the
 		// read could fall in its gap.
-		if pl.decided[w.ID] {
+		if pl.decided[w.ID] && !pl.ignoreDecided {
+			pl.blocked = true
 			return nil, srcNone
 		}
 		if pl.lastUse(w, iv) >= q {
@@ -173,13 +174,14 @@ func (pl *planner) chainSourceOf(w *ir.Value, q int) (*ir.Value, chainSource) {
 		// the rule of their plans.
 		return w, srcKept
 	}
-	if pl.decided[w.ID] {
+	if pl.decided[w.ID] && !pl.ignoreDecided {
 		// Evicted in this round over a gap this round does not keep:
 		// recompute it (a copy it restores by q is reused by
 		// reuseRecomputed when it is a clone).
 		if iv.Kind == memory.Activation && pl.chainClonable(w) {
 			return w, srcMember
 		}
+		pl.blocked = true
 		return nil, srcNone
 	}
 	if iv.Start < q && pl.lastUse(w, iv) >= q {

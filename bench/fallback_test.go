@@ -10,14 +10,16 @@ import (
 )
 
 // tsplit keeps a split plan only where it pays: in the depth-first
-// order, at batch 520 of the CI-sized resnet50 its greedy split plan
+// order, at batch 540 of the CI-sized resnet50 its greedy split plan
 // simulates slower than the swap/recompute-only plan, which it keeps; at
-// batch 700 only the split plan exists. Either way tsplit is never
+// batch 700 only the split plan exists. (At batch 520, the batch this
+// test used before rounds could end for a blocked chain, the greedy
+// plan with splits allowed now takes none.) Either way tsplit is never
 // behind tsplit-nosplit, and its order search (the default) is never
 // behind either.
 func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 	t.Parallel() // bench is the longest package of make test: its big tests share both cores
-	oracle.Integration(t, "tsplit's full search on resnet50 at batches 520 and 700, several plans each")
+	oracle.Integration(t, "tsplit's full search on resnet50 at batches 540 and 700, several plans each")
 	prof, err := Config{Small: true}.DeviceProfile()
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func TestTsplitKeepsTheBetterPlan(t *testing.T) {
 	for _, c := range []struct {
 		batch  int64
 		splits bool
-	}{{520, false}, {700, true}} {
+	}{{540, false}, {700, true}} {
 		g, _, err := Build(m, c.batch, 1, true, "sgd")
 		if err != nil {
 			t.Fatal(err)

@@ -27,6 +27,8 @@ type Graph struct {
 	// opNames counts ops by name, so passes can make unique node names
 	// (ONNX runtimes reject duplicates).
 	opNames map[string]int
+	// freshFrom is FreshName's hint per base name (nil: none).
+	freshFrom map[string]int
 }
 
 // NewGraph returns an empty graph.
@@ -216,6 +218,7 @@ func (g *Graph) RemoveOp(op *Op) error {
 	}
 	g.order = slices.DeleteFunc(g.order, func(o *Op) bool { return o == op })
 	g.ops[op.ID] = nil
+	g.forgetNames()
 	if op.Name != "" {
 		g.opNames[op.Name]--
 	}
@@ -231,6 +234,7 @@ func (g *Graph) RemoveInit(v *Value) error {
 	g.Inits = slices.DeleteFunc(g.Inits, func(w *Value) bool { return w == v })
 	g.values[v.ID] = nil
 	delete(g.byName, v.Name)
+	g.forgetNames()
 	return nil
 }
 
@@ -263,6 +267,19 @@ func (g *Graph) Position() []int {
 	return pos
 }
 
+// Index returns op's index in the order (-1 if it is not there). It
+// scans the order without allocating: passes that insert ops next to
+// an anchor one at a time call it per insertion, where building
+// Position's table each time dominated planning on large graphs.
+func (g *Graph) Index(op *Op) int {
+	for i, o := range g.order {
+		if o == op {
+			return i
+		}
+	}
+	return -1
+}
+
 // AddOutput gives op a new output value at index i, which must be absent
 // (past the end, or a nil optional output), and infers its type. It is
 // how a gradient rule asks a forward op for an optional output it needs,
@@ -287,6 +304,7 @@ func (g *Graph) AddOutput(op *Op, i int, name string, opset int64) (*Value, erro
 		op.outputs[i] = nil
 		g.values[v.ID] = nil
 		delete(g.byName, name)
+		g.forgetNames()
 		return nil, err
 	}
 	return v, nil
@@ -306,6 +324,7 @@ func (g *Graph) Rename(v *Value, name string) error {
 		return fmt.Errorf("ir: cannot rename %q to %q: the name is empty or taken", v.Name, name)
 	}
 	delete(g.byName, v.Name)
+	g.forgetNames()
 	v.Name = name
 	g.byName[name] = v
 	return nil
@@ -313,10 +332,29 @@ func (g *Graph) Rename(v *Value, name string) error {
 
 // FreshName returns base, or base_N, such that no value and no op of the
 // graph has that name.
+//
+// Passes ask for the same base thousands of times on a large graph, so
+// the scan resumes where the last one for base ended: freshFrom[base] =
+// i says base and base_1 … base_(i−1) are taken. That holds until a
+// name is freed, which drops every hint (forgetNames), so the answer is
+// the same as a scan from the start.
 func (g *Graph) FreshName(base string) string {
+	i := g.freshFrom[base]
 	name := base
-	for i := 1; g.byName[name] != nil || g.opNames[name] > 0; i++ {
+	if i > 0 {
 		name = fmt.Sprintf("%s_%d", base, i)
 	}
+	for g.byName[name] != nil || g.opNames[name] > 0 {
+		i++
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	if g.freshFrom == nil {
+		g.freshFrom = map[string]int{}
+	}
+	g.freshFrom[base] = i
 	return name
 }
+
+// forgetNames drops FreshName's hints: a name was freed, so a lower
+// suffix may be free again.
+func (g *Graph) forgetNames() { g.freshFrom = nil }

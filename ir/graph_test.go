@@ -177,3 +177,47 @@ func TestHalfFloatTensors(t *testing.T) {
 		}
 	}
 }
+
+// FreshName resumes its scan where the last one for the same base
+// ended; a freed name must still be handed out again, as a scan from
+// the start would.
+func TestFreshNameReusesFreedNames(t *testing.T) {
+	m, _ := diamond(t)
+	g := m.Graph
+	x := g.Lookup("x")
+	var made []*ir.Op
+	for i := 0; i < 4; i++ {
+		name := g.FreshName("t")
+		want := "t"
+		if i > 0 {
+			want = "t_" + string(rune('0'+i))
+		}
+		if name != want {
+			t.Fatalf("FreshName #%d = %q, want %q", i, name, want)
+		}
+		op, err := g.NewOp("Relu", "", name, []*ir.Value{x}, []string{g.FreshName(name + "_y")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, op)
+	}
+	if got := g.FreshName("t"); got != "t_4" {
+		t.Fatalf("FreshName after t … t_3 = %q, want t_4", got)
+	}
+	if err := g.RemoveOp(made[1]); err != nil { // frees t_1
+		t.Fatal(err)
+	}
+	if got := g.FreshName("t"); got != "t_1" {
+		t.Fatalf("FreshName after removing t_1 = %q, want t_1", got)
+	}
+	y := made[3].Output(0) // named t_3_y
+	if got := g.FreshName(y.Name); got != "t_3_y_1" {
+		t.Fatalf("FreshName(%q) = %q, want t_3_y_1", y.Name, got)
+	}
+	if err := g.Rename(y, "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.FreshName("t_3_y"); got != "t_3_y" {
+		t.Fatalf("FreshName after renaming t_3_y away = %q, want t_3_y", got)
+	}
+}

@@ -54,16 +54,30 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	if err := checkSplit(op, d); err != nil {
 		return err
 	}
-	if p := g.Position(); int(op.ID) >= len(p) || p[op.ID] < 0 {
+	if g.Index(op) < 0 {
 		return fmt.Errorf("split: %s is not in the graph (split twice?)", op.Describe())
 	}
 	fresh := g.FreshName
 	hostState := hasHostState(g)
-	at := func(anchor *ir.Op) int { return g.Position()[anchor.ID] }
+	// Most insertions go right before op, so its index is kept up to
+	// date here instead of searched for each time (-1: search again).
+	opAt := -1
+	at := func(anchor *ir.Op) int {
+		if anchor != op {
+			return g.Index(anchor)
+		}
+		if opAt < 0 {
+			opAt = g.Index(op)
+		}
+		return opAt
+	}
 	insert := func(pos int, typ, domain, name string, in []*ir.Value, outs []string, attrs []ir.Attr, phase ir.Phase, host bool) (*ir.Op, error) {
 		o, err := g.InsertOp(pos, typ, domain, name, in, outs, attrs)
 		if err != nil {
 			return nil, err
+		}
+		if opAt >= 0 && pos <= opAt {
+			opAt++
 		}
 		o.Phase, o.Host = phase, host
 		if err := ir.InferAndSet(o, m.Opset(domain)); err != nil {
@@ -252,6 +266,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			if err := g.RemoveOp(u.Op); err != nil {
 				return err
 			}
+			opAt = -1
 			if err := g.Rename(merged.Output(0), name); err != nil {
 				return err
 			}

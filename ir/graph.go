@@ -267,6 +267,42 @@ func (g *Graph) Position() []int {
 	return pos
 }
 
+// MoveBefore moves ops, in their given order, to just before anchor.
+// They must all come after anchor in the order, as ops a pass appended
+// (NewOp) do: it makes many ops for one place, appends them and moves
+// them once, in place over the order's tail after anchor.
+func (g *Graph) MoveBefore(ops []*Op, anchor *Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	a := g.Index(anchor)
+	if a < 0 {
+		return fmt.Errorf("ir: MoveBefore: %s is not in the order", anchor.Describe())
+	}
+	moving := make(map[*Op]bool, len(ops))
+	for _, o := range ops {
+		moving[o] = true
+	}
+	// Slide the tail's other ops to the end, keeping their order; the
+	// k slots freed after anchor take anchor's place and the moved ops.
+	w := len(g.order) - 1
+	found := 0
+	for i := len(g.order) - 1; i > a; i-- {
+		if o := g.order[i]; moving[o] {
+			found++
+		} else {
+			g.order[w] = o
+			w--
+		}
+	}
+	if found != len(ops) || len(moving) != len(ops) {
+		return fmt.Errorf("ir: MoveBefore: the ops to move before %s are not distinct ops after it", anchor.Describe())
+	}
+	copy(g.order[a:], ops)
+	g.order[a+len(ops)] = anchor
+	return nil
+}
+
 // Index returns op's index in the order (-1 if it is not there). It
 // scans the order without allocating: passes that insert ops next to
 // an anchor one at a time call it per insertion, where building

@@ -221,3 +221,42 @@ func TestFreshNameReusesFreedNames(t *testing.T) {
 		t.Fatalf("FreshName after renaming t_3_y away = %q, want t_3_y", got)
 	}
 }
+
+// MoveBefore puts appended ops right before their anchor, in the order
+// given, and leaves every other op where it was.
+func TestMoveBefore(t *testing.T) {
+	m, ops := diamond(t)
+	g := m.Graph
+	x := g.Lookup("x")
+	p, err := g.NewOp("Relu", "", "p", []*ir.Value{x}, []string{"p_y"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := g.NewOp("Relu", "", "q", []*ir.Value{p.Output(0)}, []string{"q_y"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*ir.Op{p, q} {
+		if err := ir.InferAndSet(o, m.Opset("")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.MoveBefore([]*ir.Op{p, q}, ops["c"]); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range g.Order() {
+		names = append(names, o.Name)
+	}
+	want := []string{ops["a"].Name, ops["b"].Name, "p", "q", ops["c"].Name, ops["d"].Name, ops["e"].Name}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("order after MoveBefore = %v, want %v", names, want)
+	}
+	if err := ir.Verify(m); err != nil {
+		t.Fatal(err)
+	}
+	// Ops before the anchor cannot be moved this way.
+	if err := g.MoveBefore([]*ir.Op{ops["a"]}, ops["e"]); err == nil {
+		t.Fatal("moving an op that comes before the anchor must fail")
+	}
+}

@@ -62,6 +62,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	// Most insertions go right before op, so its index is kept up to
 	// date here instead of searched for each time (-1: search again).
 	opAt := -1
+	const beforeOp = -1 // insert's position for "right before op"
 	at := func(anchor *ir.Op) int {
 		if anchor != op {
 			return g.Index(anchor)
@@ -71,12 +72,25 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		}
 		return opAt
 	}
+	// Ops that go right before op (the micro-ops, their slices, swaps
+	// and merges) are appended to the order and moved there in one pass
+	// at the end (MoveBefore), in the order they were made: inserting
+	// each one in place shifted the order's tail per op, which dominated
+	// planning with many splits.
+	var before []*ir.Op
 	insert := func(pos int, typ, domain, name string, in []*ir.Value, outs []string, attrs []ir.Attr, phase ir.Phase, host bool) (*ir.Op, error) {
-		o, err := g.InsertOp(pos, typ, domain, name, in, outs, attrs)
+		var o *ir.Op
+		var err error
+		if pos < 0 {
+			o, err = g.NewOp(typ, domain, name, in, outs, attrs)
+			before = append(before, o)
+		} else {
+			o, err = g.InsertOp(pos, typ, domain, name, in, outs, attrs)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if opAt >= 0 && pos <= opAt {
+		if opAt >= 0 && pos >= 0 && pos <= opAt {
 			opAt++
 		}
 		o.Phase, o.Host = phase, host
@@ -94,7 +108,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		if err := firstErr(err1, err2, err3); err != nil {
 			return nil, err
 		}
-		sl, err := insert(at(op), "Slice", "", fresh(op.Name+"/slice"), []*ir.Value{x, s, e, a}, []string{fresh(name)}, nil, op.Phase, host)
+		sl, err := insert(beforeOp, "Slice", "", fresh(op.Name+"/slice"), []*ir.Value{x, s, e, a}, []string{fresh(name)}, nil, op.Phase, host)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +194,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 				}
 				h = v
 			}
-			si, err := insert(at(op), "SwapIn", ir.Domain, fresh(op.Name+"/piece_in"), []*ir.Value{h}, []string{fresh(x.Name + fmt.Sprintf("/piece%d", k))}, nil, op.Phase, false)
+			si, err := insert(beforeOp, "SwapIn", ir.Domain, fresh(op.Name+"/piece_in"), []*ir.Value{h}, []string{fresh(x.Name + fmt.Sprintf("/piece%d", k))}, nil, op.Phase, false)
 			if err != nil {
 				return err
 			}
@@ -199,7 +213,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 				names[i] = fresh(fmt.Sprintf("%s/piece%d", y.Name, k))
 			}
 		}
-		mo, err := insert(at(op), op.Type, op.Domain, fresh(fmt.Sprintf("%s/micro%d", op.Name, k)), in, names, attrs, op.Phase, false)
+		mo, err := insert(beforeOp, op.Type, op.Domain, fresh(fmt.Sprintf("%s/micro%d", op.Name, k)), in, names, attrs, op.Phase, false)
 		if err != nil {
 			return err
 		}
@@ -208,7 +222,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			if y == nil {
 				continue
 			}
-			so, err := insert(at(op), "SwapOut", ir.Domain, fresh(op.Name+"/piece_out"), []*ir.Value{y}, []string{fresh(y.Name + "/host")}, nil, op.Phase, false)
+			so, err := insert(beforeOp, "SwapOut", ir.Domain, fresh(op.Name+"/piece_out"), []*ir.Value{y}, []string{fresh(y.Name + "/host")}, nil, op.Phase, false)
 			if err != nil {
 				return err
 			}
@@ -219,7 +233,7 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 				if err != nil {
 					return err
 				}
-				add, err := insert(at(op), "Add", "", fresh(op.Name+"/rebase"), []*ir.Value{p, c}, []string{fresh(p.Name + "/rebased")}, nil, op.Phase, true)
+				add, err := insert(beforeOp, "Add", "", fresh(op.Name+"/rebase"), []*ir.Value{p, c}, []string{fresh(p.Name + "/rebased")}, nil, op.Phase, true)
 				if err != nil {
 					return err
 				}
@@ -238,9 +252,9 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		var merged *ir.Op
 		var err error
 		if dm.Merge == MergeSum {
-			merged, err = insert(at(op), "Sum", "", fresh(op.Name+"/merge"), pieces[i], []string{fresh(y.Name + "/host")}, nil, op.Phase, true)
+			merged, err = insert(beforeOp, "Sum", "", fresh(op.Name+"/merge"), pieces[i], []string{fresh(y.Name + "/host")}, nil, op.Phase, true)
 		} else {
-			merged, err = insert(at(op), "Concat", "", fresh(op.Name+"/merge"), pieces[i], []string{fresh(y.Name + "/host")},
+			merged, err = insert(beforeOp, "Concat", "", fresh(op.Name+"/merge"), pieces[i], []string{fresh(y.Name + "/host")},
 				[]ir.Attr{{Name: "axis", Type: ir.AttrInt, Int: int64(dm.Outputs[i].Dim)}}, op.Phase, true)
 		}
 		if err != nil {
@@ -288,6 +302,10 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			merges[i] = back.Output(0)
 		}
 	}
+	if err := g.MoveBefore(before, op); err != nil {
+		return err
+	}
+	opAt = -1
 	// Later device uses of a split input read its host copy back.
 	for j, x := range op.Inputs() {
 		if hosts[j] == nil || x == nil {

@@ -45,9 +45,9 @@ func Example() {
 	fmt.Println("measured peak equals the plan's:", run.Peak == res.Peak)
 	fmt.Println("loss:", run.Training.LossKind)
 	// Output:
-	// peak 2520.0 KiB → 1105.8 KiB within 1536.0 KiB
-	// 97 swapped, 0 recomputed, 4 split
-	// pool 1232.8 KiB, the plan's: true
+	// peak 2520.0 KiB → 1414.5 KiB within 1536.0 KiB
+	// 11 swapped, 0 recomputed, 0 split
+	// pool 1509.2 KiB, the plan's: true
 	// measured peak equals the plan's: true
 	// loss: cross-entropy
 }

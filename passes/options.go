@@ -43,6 +43,11 @@ type Options struct {
 	// before it), not against everything live while it runs (policy,
 	// chainSaving). The search plans the shrink-early order both ways.
 	ChainFit bool
+	// OutputSwaps lets tsplit's planner swap a graph output (an updated
+	// weight, made in the backward pass and read by nothing after) over
+	// the rest of the step, swapped back in by its end (policy,
+	// candidates). The search plans the best order's variants so too.
+	OutputSwaps bool
 	// PeakFirst makes tsplit's planner visit the bottlenecks from the
 	// peak down instead of in op order (policy, planner.walk).
 	PeakFirst bool

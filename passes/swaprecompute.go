@@ -39,7 +39,11 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 	type anchors struct{ after, trigger, before, release *ir.Op }
 	an := make([]anchors, len(plan.Decisions))
 	for k, d := range plan.Decisions {
-		if d.After < -1 || d.Before >= len(order) || d.After >= d.Before {
+		// Before = len(order): a graph output swapped over the rest of
+		// the step, restored by its end.
+		toEnd := d.Before == len(order) && d.Option == Swap && outputIndex(g, d.Value) >= 0
+		if d.After < -1 || d.Before > len(order) || d.Before == len(order) && !toEnd || d.After >= d.Before ||
+			d.Option == Swap && (d.Trigger < 0 || d.Trigger > len(order) || d.Trigger == len(order) && !toEnd) {
 			return fmt.Errorf("swap/recompute: decision for %q has positions %d..%d outside the order", d.Value.Name, d.After, d.Before)
 		}
 		if d.Value.Pinned() {
@@ -47,12 +51,15 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 			// the ops that need the value constant would lose their shapes.
 			return fmt.Errorf("swap/recompute: %q must stay a compile-time constant (shape data) and cannot be evicted", d.Value.Name)
 		}
-		a := anchors{before: order[d.Before]}
+		var a anchors
+		if !toEnd {
+			a.before = order[d.Before]
+		}
 		if d.After >= 0 {
 			a.after = order[d.After] // nil: a graph input, evicted before the first op
 		}
-		if d.Option == Swap {
-			a.trigger = order[d.Trigger]
+		if d.Option == Swap && d.Trigger < len(order) {
+			a.trigger = order[d.Trigger] // nil: a graph output restored after the last op
 			if d.Release > 1 {
 				a.release = order[min(d.After+d.Release, len(order)-1)]
 			}
@@ -113,7 +120,11 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 				return err
 			}
 			moved(at)
-			at = pos[a.trigger.ID]
+			if a.trigger != nil {
+				at = pos[a.trigger.ID]
+			} else {
+				at = len(g.Order())
+			}
 			si, err := g.InsertOp(at, "SwapIn", ir.Domain, fresh(v.Name+"/swap_in"), []*ir.Value{so.Output(0)}, []string{fresh(v.Name + "/restored")}, nil)
 			if err != nil {
 				return err
@@ -156,6 +167,15 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		default:
 			continue
 		}
+		if a.before == nil {
+			// A graph output: the restored copy is the output, under its
+			// name (the training loop feeds it back by name), and the
+			// value it replaces in the next step now names the copy.
+			if err := restoreOutput(g, v, back); err != nil {
+				return err
+			}
+			continue
+		}
 		limit := pos[a.before.ID]
 		for _, u := range append([]ir.Use(nil), v.Uses()...) {
 			if u.Op != back.Def && pos[u.Op.ID] >= limit {
@@ -178,6 +198,40 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		}
 	}
 	return reuseRecomputed(g, plan.Budget, clones)
+}
+
+// outputIndex is v's index among g's outputs (-1: not an output).
+func outputIndex(g *ir.Graph, v *ir.Value) int {
+	for k, o := range g.Outputs {
+		if o == v {
+			return k
+		}
+	}
+	return -1
+}
+
+// restoreOutput makes back, the swapped-in copy of graph output v, the
+// output in v's place and under v's name, and the replacement
+// (Value.Next) of whatever v replaced.
+func restoreOutput(g *ir.Graph, v, back *ir.Value) error {
+	k := outputIndex(g, v)
+	if k < 0 {
+		return fmt.Errorf("swap/recompute: %q is not a graph output", v.Name)
+	}
+	name := v.Name
+	if err := g.Rename(v, g.FreshName(name+"/device")); err != nil {
+		return err
+	}
+	if err := g.Rename(back, name); err != nil {
+		return err
+	}
+	g.Outputs[k] = back
+	for _, w := range g.Values() {
+		if w.Next == v {
+			w.Next = back
+		}
+	}
+	return nil
 }
 
 // cloneAttrs returns the attributes of a recomputation clone of def:

@@ -59,19 +59,8 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	}
 	fresh := g.FreshName
 	hostState := hasHostState(g)
-	// Most insertions go right before op, so its index is kept up to
-	// date here instead of searched for each time (-1: search again).
-	opAt := -1
+	at := g.Index
 	const beforeOp = -1 // insert's position for "right before op"
-	at := func(anchor *ir.Op) int {
-		if anchor != op {
-			return g.Index(anchor)
-		}
-		if opAt < 0 {
-			opAt = g.Index(op)
-		}
-		return opAt
-	}
 	// Ops that go right before op (the micro-ops, their slices, swaps
 	// and merges) are appended to the order and moved there in one pass
 	// at the end (MoveBefore), in the order they were made: inserting
@@ -89,9 +78,6 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 		}
 		if err != nil {
 			return nil, err
-		}
-		if opAt >= 0 && pos >= 0 && pos <= opAt {
-			opAt++
 		}
 		o.Phase, o.Host = phase, host
 		if err := ir.InferAndSet(o, m.Opset(domain)); err != nil {
@@ -280,7 +266,6 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 			if err := g.RemoveOp(u.Op); err != nil {
 				return err
 			}
-			opAt = -1
 			if err := g.Rename(merged.Output(0), name); err != nil {
 				return err
 			}
@@ -305,15 +290,16 @@ func InsertSplit(m *ir.Model, d *SplitDecision) error {
 	if err := g.MoveBefore(before, op); err != nil {
 		return err
 	}
-	opAt = -1
-	// Later device uses of a split input read its host copy back.
+	// Later device uses of a split input read its host copy back (each
+	// SwapIn goes after op, which stays where it is).
+	opAt := at(op)
 	for j, x := range op.Inputs() {
 		if hosts[j] == nil || x == nil {
 			continue
 		}
 		var later []ir.Use
 		for _, u := range x.Uses() {
-			if u.Op != op && at(u.Op) > at(op) && ir.CopyOf(u.Op) != ir.ToHost {
+			if u.Op != op && at(u.Op) > opAt && ir.CopyOf(u.Op) != ir.ToHost {
 				later = append(later, u)
 			}
 		}
@@ -449,13 +435,16 @@ func removeDead(g *ir.Graph, v *ir.Value, gone map[*ir.Op]bool) error {
 	return nil
 }
 
-func isOutput(g *ir.Graph, v *ir.Value) bool {
-	for _, o := range g.Outputs {
+func isOutput(g *ir.Graph, v *ir.Value) bool { return outputIndex(g, v) >= 0 }
+
+// outputIndex is v's index among g's outputs (-1: not an output).
+func outputIndex(g *ir.Graph, v *ir.Value) int {
+	for k, o := range g.Outputs {
 		if o == v {
-			return true
+			return k
 		}
 	}
-	return false
+	return -1
 }
 
 // phaseAt is the phase of the op at pos (Forward at the start).

@@ -41,7 +41,7 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 	for k, d := range plan.Decisions {
 		// Before = len(order): a graph output swapped over the rest of
 		// the step, restored by its end.
-		toEnd := d.Before == len(order) && d.Option == Swap && outputIndex(g, d.Value) >= 0
+		toEnd := d.Before == len(order) && d.Option == Swap && isOutput(g, d.Value)
 		if d.After < -1 || d.Before > len(order) || d.Before == len(order) && !toEnd || d.After >= d.Before ||
 			d.Option == Swap && (d.Trigger < 0 || d.Trigger > len(order) || d.Trigger == len(order) && !toEnd) {
 			return fmt.Errorf("swap/recompute: decision for %q has positions %d..%d outside the order", d.Value.Name, d.After, d.Before)
@@ -198,16 +198,6 @@ func InsertSwapRecompute(m *ir.Model, plan *Plan) error {
 		}
 	}
 	return reuseRecomputed(g, plan.Budget, clones)
-}
-
-// outputIndex is v's index among g's outputs (-1: not an output).
-func outputIndex(g *ir.Graph, v *ir.Value) int {
-	for k, o := range g.Outputs {
-		if o == v {
-			return k
-		}
-	}
-	return -1
 }
 
 // restoreOutput makes back, the swapped-in copy of graph output v, the

@@ -180,6 +180,86 @@ func (g *lagrangian) project(u *mult) {
 	}
 }
 
+// along raises L along the line through u that scales the memory and
+// link multipliers together by s ≥ 0 and gives the clones row what the
+// segments leave, ν = 1 − (the most link multiplier over a segment):
+// at the aggregated LP's duals the memory rows are priced at its merged
+// classes' cheapest recompute per byte, which the gaps alone mostly
+// cannot match, so the unmerged model's best multipliers price them
+// higher. L is concave and the line is affine in s, so a golden-section
+// search over s finds its best point; every point is a bound.
+func (g *lagrangian) along(u *mult) float64 {
+	f := g.f
+	load := make([]float64, len(f.segs))
+	for s := range u.mD {
+		for d, m := range u.mD[s] {
+			if m > 0 {
+				for _, j := range f.segments(f.slots(linkRow{toHost: true, a: g.starts[s], c: d})) {
+					load[j] += m
+				}
+			}
+		}
+	}
+	for a := range u.mH {
+		for e, m := range u.mH[a] {
+			if m > 0 {
+				for _, j := range f.segments(f.slots(linkRow{a: a, c: g.ends[e]})) {
+					load[j] += m
+				}
+			}
+		}
+	}
+	most := 0.0
+	for _, l := range load {
+		most = math.Max(most, l)
+	}
+	at := func(s float64) float64 {
+		v := &mult{lam: make([]float64, len(u.lam)), nu: math.Max(0, 1-s*most), mD: grid(len(u.mD), len(f.rows), 0), mH: grid(len(f.rows), len(g.ends), 0)}
+		for r, x := range u.lam {
+			v.lam[r] = s * x
+		}
+		for i := range u.mD {
+			for j, x := range u.mD[i] {
+				v.mD[i][j] = s * x
+			}
+		}
+		for i := range u.mH {
+			for j, x := range u.mH[i] {
+				v.mH[i][j] = s * x
+			}
+		}
+		g.project(v)
+		return g.eval(v)
+	}
+	// s runs from 0 to where ν reaches 0 (to 8 when no link row is
+	// priced: past that the clones row alone prices the memory rows).
+	hi := 8.0
+	if most > 0 {
+		hi = math.Min(hi, 1/most)
+	}
+	best := math.Max(g.eval(u), at(1))
+	const phi = 0.6180339887498949
+	a, b := 0.0, hi
+	x1, x2 := b-phi*(b-a), a+phi*(b-a)
+	f1, f2 := at(x1), at(x2)
+	for k := 0; k < alongSteps; k++ {
+		if f1 < f2 {
+			a, x1, f1 = x1, x2, f2
+			x2 = a + phi*(b-a)
+			f2 = at(x2)
+		} else {
+			b, x2, f2 = x2, x1, f1
+			x1 = b - phi*(b-a)
+			f1 = at(x1)
+		}
+	}
+	return math.Max(best, math.Max(f1, f2))
+}
+
+// alongSteps is the golden-section steps of along: the interval
+// shrinks to 0.618^alongSteps of its length (1e-4 after 20).
+const alongSteps = 20
+
 // eval returns L(u).
 func (g *lagrangian) eval(u *mult) float64 {
 	f := g.f
@@ -210,7 +290,7 @@ func (g *lagrangian) eval(u *mult) float64 {
 	}
 	best := make([]float64, len(f.classes))
 	for k, o := range f.options {
-		rc := u.nu*o.cost/f.timeUnit - o.save/f.byteUnit*(lam[o.hi+1]-lam[o.lo])
+		rc := u.nu*o.cost/f.timeUnit - (o.keep*(lam[o.keepTo]-lam[o.lo])+o.save*(lam[o.hi+1]-lam[o.keepTo]))/f.byteUnit
 		if o.toHost > 0 {
 			rc += o.toHost / f.m.d2h / f.timeUnit * CD[g.sidx[k]][o.deadline]
 		}

@@ -137,7 +137,7 @@ func LowerWith(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profil
 		// LP's duals.
 		full := newOptions(m, rows, opts.blocks(len(rows)), opts.EndBlocks, m.gapClasses(rows))
 		g := newLagrangian(full)
-		if l := g.eval(g.fromDuals(f.p, f.duals)) * full.timeUnit; l > res.Added {
+		if l := g.along(g.fromDuals(f.p, f.duals)) * full.timeUnit; l > res.Added {
 			res.Added = l
 		}
 	}

@@ -2,6 +2,7 @@ package bound
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/tsplit/tsplit/ir"
@@ -158,13 +159,22 @@ func build(g *ir.Graph, mem *memory.Model, tl *passes.Timeline, prof *profile.Pr
 			gs = append(gs, gap{v: v, bytes: iv.Bytes, xfer: v.Bytes(), def: iv.Start, from: a, to: b})
 		}
 		for k := range gs {
-			gp := &gs[k]
-			gp.first = k == mostAt
-			if passes.Clonable(v) {
-				gp.recompute = m.chainVariants(v, gp.from, gp.first, mem, pos)
-			}
+			gs[k].first = k == mostAt
 		}
 		m.gaps = append(m.gaps, gs...)
+	}
+	// A chain input with no gap of its own has no swap-out the model
+	// charges elsewhere, so a chain that swaps it back in is charged
+	// that swap-out (chainVariants).
+	hasGap := make(map[ir.ValueID]bool, len(m.gaps))
+	for _, gp := range m.gaps {
+		hasGap[gp.v.ID] = true
+	}
+	for k := range m.gaps {
+		gp := &m.gaps[k]
+		if passes.Clonable(gp.v) {
+			gp.recompute = m.chainVariants(gp.v, gp.from, gp.first, mem, pos, hasGap)
+		}
 	}
 	return m, nil
 }
@@ -177,6 +187,15 @@ type variant struct {
 	save float64
 	cost float64
 	xfer float64
+	// out is the bytes the variant moves to the host before the first
+	// row its chain input is off at, after that input's producer
+	// (outDef) ends; keep is what it frees at the rows before that one,
+	// where the input is still held. Only a variant that swaps its
+	// input back in has them (out > 0): the formulation writes it as
+	// one column per start block the input may first be off in.
+	out    float64
+	outDef int
+	keep   float64
 }
 
 // chainVariants lists how a clone of v's producer can restore v in a
@@ -192,7 +211,14 @@ type variant struct {
 // up to 1, so one kept or restored x is never charged more than once.
 // Only the first gap of v gets the chain (a later gap may reuse the
 // restored x); the input followed is the one that weighs most (α·bytes).
-func (m *model) chainVariants(v *ir.Value, from int, first bool, mem *memory.Model, pos []int) []variant {
+//
+// A swap-in of x reads a host copy of x that a swap-out made while x
+// was held. Where x has no gap of its own (no swap of x is charged that
+// swap-out elsewhere) the swap-in variant is charged α of it too: it
+// ended before the first row x is off at, and started after x's
+// producer ended. At the rows of the gap before that one x is held, so
+// the variant frees only max(0, bytes(v) − α·bytes(x)) there (doc.go).
+func (m *model) chainVariants(v *ir.Value, from int, first bool, mem *memory.Model, pos []int, hasGap map[ir.ValueID]bool) []variant {
 	def := v.Def
 	bv := float64(mem.Intervals[mem.ByValue[v.ID]].Bytes)
 	own := outputShare(v) * m.dur[pos[def.ID]]
@@ -244,7 +270,11 @@ func (m *model) chainVariants(v *ir.Value, from int, first bool, mem *memory.Mod
 	if passes.Clonable(best) {
 		out = append(out, variant{save: bv, cost: own + bestAlpha*outputShare(best)*m.dur[pos[best.Def.ID]]})
 	}
-	out = append(out, variant{save: bv, cost: own, xfer: bestAlpha * float64(best.Bytes())})
+	in := variant{save: bv, cost: own, xfer: bestAlpha * float64(best.Bytes())}
+	if !hasGap[best.ID] {
+		in.out, in.outDef, in.keep = in.xfer, mem.Intervals[mem.ByValue[best.ID]].Start, math.Max(0, bv-bestWeight)
+	}
+	out = append(out, in)
 	if keep := bv - bestWeight; keep > 0 {
 		out = append(out, variant{save: keep, cost: own})
 	}

@@ -71,6 +71,11 @@ type option struct {
 	class  int
 	lo, hi int     // rows freed
 	save   float64 // bytes freed at each of them
+	// keepTo and keep: at rows lo..keepTo-1 the option frees keep
+	// instead of save (a chain's input still held there; keepTo = lo
+	// for every other option).
+	keepTo int
+	keep   float64
 	cost   float64 // compute added, seconds
 	// toHost is the bytes it moves to the host before row deadline
 	// (after position def ends); toDev the bytes it moves to the device
@@ -85,6 +90,14 @@ type option struct {
 	inFrom   int
 	to       int
 	col      int
+}
+
+// saveAt is what o frees at row r (one of lo..hi).
+func (o *option) saveAt(r int) float64 {
+	if r < o.keepTo {
+		return o.keep
+	}
+	return o.save
 }
 
 // linkRow is a candidate link-capacity row: the swaps whose copies must
@@ -162,10 +175,24 @@ func newOptions(m *model, rows []int, blocks, ends int, classes []class) *formul
 	for ci := range classes {
 		c := &classes[ci]
 		for k, vr := range c.recompute {
-			o := option{class: ci, lo: c.lo, hi: c.hi, save: vr.save, cost: vr.cost, toDev: vr.xfer, inFrom: c.lo, to: c.to}
-			// Its time is counted in the added-time column (clones row).
-			o.col = p.col(fmt.Sprintf("r%d_%d", ci, k), 0)
-			f.options = append(f.options, o)
+			o := option{class: ci, lo: c.lo, hi: c.hi, keepTo: c.lo, save: vr.save, cost: vr.cost, toDev: vr.xfer, inFrom: c.lo, to: c.to}
+			if vr.out <= 0 {
+				// Its time is counted in the added-time column (clones row).
+				o.col = p.col(fmt.Sprintf("r%d_%d", ci, k), 0)
+				f.options = append(f.options, o)
+				continue
+			}
+			// Its input's swap-out: one column per start block the input
+			// is first off in (doc.go, recomputation chains).
+			for b := f.blockOf[c.lo]; b <= f.blockOf[c.hi]; b++ {
+				ob := o
+				ob.keepTo = max(c.lo, f.blockFirst[b])
+				ob.keep = vr.keep
+				ob.toHost, ob.def, ob.deadline = vr.out, vr.outDef, min(f.blockLast[b], c.hi)
+				ob.inFrom = ob.keepTo
+				ob.col = p.col(fmt.Sprintf("r%d_%d_%d", ci, k, b), 0)
+				f.options = append(f.options, ob)
+			}
 		}
 		for b := f.blockOf[c.lo]; b <= f.blockOf[c.hi]; b++ {
 			lo := max(c.lo, f.blockFirst[b])
@@ -173,7 +200,7 @@ func newOptions(m *model, rows []int, blocks, ends int, classes []class) *formul
 				if f.endLast[e] < lo || f.endFirst[e] > c.hi {
 					continue
 				}
-				o := option{class: ci, lo: lo, hi: min(c.hi, f.endLast[e]), save: c.bytes, deadline: min(f.blockLast[b], c.hi),
+				o := option{class: ci, lo: lo, hi: min(c.hi, f.endLast[e]), keepTo: lo, save: c.bytes, deadline: min(f.blockLast[b], c.hi),
 					def: c.def, toDev: c.xfer, inFrom: max(lo, f.endFirst[e]), to: c.to}
 				if c.first {
 					o.toHost = c.xfer
@@ -214,7 +241,7 @@ func (f *formulation) writeRows() {
 		for _, k := range cover[r] {
 			o := f.options[k]
 			rw.cols = append(rw.cols, o.col)
-			rw.coefs = append(rw.coefs, o.save/f.byteUnit)
+			rw.coefs = append(rw.coefs, o.saveAt(r)/f.byteUnit)
 		}
 		p.add(rw)
 	}

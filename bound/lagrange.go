@@ -23,7 +23,10 @@ import (
 // its reduced cost is at least its share of the class's — and usually
 // well above it: Lower reports the larger. (Projected subgradient steps
 // from there did not raise it on the graphs tried: the dual is
-// degenerate at the LP's duals, and single subgradients point down.)
+// degenerate at the LP's duals, and single subgradients point down; nor
+// did steps in one multiplier at a time. Moving the memory and link
+// multipliers together, along, does: the full-size resnet50 at 45 % of
+// its peak, 28.2 → 41.8 ms.)
 type lagrangian struct {
 	f      *formulation // per gap: one class per gap
 	starts []int        // device-to-host window starts

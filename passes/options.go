@@ -59,8 +59,8 @@ type Options struct {
 	// fraction of its transfers' time in its ranking (not in its ΔT),
 	// and lets recomputation chains read the copies this round's
 	// swap-ins restore (policy, swapCandidate, chainSourceOf): the
-	// search's link-priced variant, for steps whose link cannot move
-	// everything a budget evicts.
+	// search's link-priced variants (at 0.1, 0.05 and 0.02), for steps
+	// whose link cannot move everything a budget evicts.
 	LinkPrice float64
 	// AnyFit: any plan that fits will do (a search for a budget that
 	// fits, tsplit.Options.FindFeasible). tsplit's search under

@@ -383,10 +383,10 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// chainFit: recompute chains fitted before their reader
 		// allocates (passes.Options.ChainFit).
 		chainFit bool
-		// priced: segments, with swaps ranked at linkPrice of their
+		// price: segments, with swaps ranked at this share of their
 		// transfer time and chains reading this round's swap-ins
 		// (passes.Options.LinkPrice).
-		priced bool
+		price float64
 		// release caps the swap-out windows (0: maxRelease); queue
 		// prices the swap-outs by the link's queue (Options.LinkQueue).
 		release int
@@ -408,8 +408,8 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		if v.segments {
 			opts.Segments, opts.MaxRelease = true, longRelease
 		}
-		if v.priced {
-			opts.LinkPrice = linkPrice
+		if v.price > 0 {
+			opts.LinkPrice = v.price
 		}
 		if v.release > 0 {
 			opts.MaxRelease, opts.LinkQueue = v.release, v.queue
@@ -623,8 +623,21 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 			segs = append(segs, &variant{order: w.order, update: w.update, peakFirst: peak, chainFit: w.chainFit, outputs: true, name: name})
 		}
 		batch = append(batch, wins...)
-		priced = &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, priced: true, name: w.name + "-priced"}
-		segs = append(segs, &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, priced: true, outputs: true, name: w.name + "-priced-outputs"})
+		priced = &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, price: linkPrice, name: w.name + "-priced"}
+		segs = append(segs, &variant{order: w.order, update: w.update, peakFirst: true, segments: true, chainFit: w.chainFit, price: linkPrice, outputs: true, name: w.name + "-priced-outputs"})
+		// And every order whose plan is within pricedSpread of the best,
+		// from the peak with segments, at the lower link prices, kept like
+		// the segment variants where they beat the rest: which order and
+		// price wins differs by model and budget (linkPrices).
+		for _, x := range vs {
+			if x.err != nil || x.deep || x.plan.Report.Time > vs[best].plan.Report.Time*(1+pricedSpread) {
+				continue
+			}
+			for _, pr := range linkPrices {
+				segs = append(segs, &variant{order: x.order, update: x.update, peakFirst: true, segments: true, chainFit: x.chainFit, price: pr,
+					name: fmt.Sprintf("%s-priced-%g", x.name, pr)})
+			}
+		}
 		batch = append(append(append(batch, peaks...), segs...), priced)
 		each(batch, func(_ int, v *variant) { plan(v, true) })
 		for _, v := range batch {
@@ -721,8 +734,8 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		if v.segments {
 			what += " with segments"
 		}
-		if v.priced {
-			what += " and the link priced"
+		if v.price > 0 {
+			what += fmt.Sprintf(" and the link priced at %g", v.price)
 		}
 		if v.release > 0 {
 			what += fmt.Sprintf(" with swap-out windows of up to %d ops", v.release)
@@ -823,8 +836,8 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 	if f.Opts.ShortReleases {
 		walk += ", copies freed after their windows' count of ops (no plan otherwise)"
 	}
-	if w.priced {
-		walk += fmt.Sprintf(", swaps ranked with %g of their transfer time", linkPrice)
+	if w.price > 0 {
+		walk += fmt.Sprintf(", swaps ranked with %g of their transfer time", w.price)
 	}
 	if w.release > 0 {
 		walk += fmt.Sprintf(", swap-out windows of up to %d ops", w.release)
@@ -1111,6 +1124,30 @@ const longRelease = 64
 // +27.09 %), at 0.1 +4.82/+5.86/+15.97/+21.81 %, at 0.2
 // +5.16/+6.65/+14.51/+23.82 %.
 const linkPrice = 0.1
+
+// linkPrices are the lower prices of the search's other link-priced
+// variants, each planned in every order whose step-1 plan is within
+// pricedSpread of the fastest (the depth-first order's seldom is: 2–3×
+// on the ResNets). At 0.1 a swap ranks behind every clone of the
+// ResNets (3–12 µs per MB; 0.1 of a swap's transfers is 17 µs per MB),
+// so that variant recomputes what the links could have carried; at 0.02
+// a swap ranks as 3 µs per MB, behind only the cheapest clones, which
+// the walk from the peak then takes (layer1's 1×1 convolutions, 3.05 µs
+// per MB) before it fills the link; 0.05 sits between. Measured on the
+// full-size budget sweep (titan-rtx, tsplitc bench --budget-sweep
+// --policies tsplit): with 0.02 on the best order alone, 8 of 108
+// budgets faster and none slower (ResNet-50 b289 at 65 % of its peak
+// +1.0675 → +1.0215 %, ResNet-101 b195 at 55 % +2.3542 → +1.9925 %); with
+// 0.02 and 0.05 on every order, 11 more faster and none slower
+// (ResNet-50 at 40 % +5.2055 → +4.1397 %, ResNet-101 at 50 % +3.1468 →
+// +2.6119 %, InceptionV4 b143 at 25 % +27.53 → +18.37 %), each won by
+// one of the two prices in the shrink-early, alap or as-built order.
+// Single prices tried on the best order: 0.01 and 0.04–0.06 gave none
+// of the first gains, 0.025–0.03 the first two only.
+var linkPrices = []float64{0.02, 0.05}
+
+// pricedSpread: the orders linkPrices are tried in.
+const pricedSpread = 0.10
 
 // planner holds the state of TSPLIT Alg. 2 over one order.
 type planner struct {

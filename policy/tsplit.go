@@ -629,7 +629,14 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// from the peak with segments, at the lower link prices, kept like
 		// the segment variants where they beat the rest: which order and
 		// price wins differs by model and budget (linkPrices).
+		// Only where the best plan both swaps and recomputes: the price
+		// moves tensors between the two, and a plan without one of them
+		// has nothing to move (the CI-sized sweep's 99 budgets, which
+		// these variants never changed, then plan without them).
 		for _, x := range vs {
+			if !swapsAndClones(vs[best].plan) {
+				break
+			}
 			if x.err != nil || x.deep || x.plan.Report.Time > vs[best].plan.Report.Time*(1+pricedSpread) {
 				continue
 			}
@@ -1145,6 +1152,17 @@ const linkPrice = 0.1
 // Single prices tried on the best order: 0.01 and 0.04–0.06 gave none
 // of the first gains, 0.025–0.03 the first two only.
 var linkPrices = []float64{0.02, 0.05}
+
+// swapsAndClones says whether f's plan swaps some tensor and recomputes
+// another (the plans the link prices can change).
+func swapsAndClones(f *passes.State) bool {
+	var swap, clone bool
+	for _, d := range f.Report.Decisions {
+		swap = swap || d.Option == passes.Swap.String()
+		clone = clone || d.Option == passes.Recompute.String() && d.DeltaT > 0
+	}
+	return swap && clone
+}
 
 // pricedSpread: the orders linkPrices are tried in.
 const pricedSpread = 0.10

@@ -135,37 +135,26 @@ func (g *lagrangian) project(u *mult) {
 	for r := range u.lam {
 		u.lam[r] = math.Max(0, u.lam[r])
 	}
-	f := g.f
 	u.nu = math.Max(0, u.nu)
-	load := make([]float64, len(f.segs))
-	for j := range load {
-		load[j] = u.nu
-	}
-	spread := func(m *float64, rhs float64, l linkRow) {
+	clean := func(m *float64, rhs float64) {
+		*m = math.Max(0, *m)
 		if math.IsNaN(rhs) {
 			*m = 0
-		}
-		*m = math.Max(0, *m)
-		if *m == 0 {
-			return
-		}
-		for _, j := range f.segments(f.slots(l)) {
-			load[j] += *m
 		}
 	}
 	for s := range u.mD {
 		for d := range u.mD[s] {
-			spread(&u.mD[s][d], g.rhsD[s][d], linkRow{toHost: true, a: g.starts[s], c: d})
+			clean(&u.mD[s][d], g.rhsD[s][d])
 		}
 	}
 	for a := range u.mH {
 		for e := range u.mH[a] {
-			spread(&u.mH[a][e], g.rhsH[a][e], linkRow{a: a, c: g.ends[e]})
+			clean(&u.mH[a][e], g.rhsH[a][e])
 		}
 	}
 	most := 0.0
-	for _, l := range load {
-		most = math.Max(most, l)
+	for _, l := range g.linkLoad(u) {
+		most = math.Max(most, u.nu+l)
 	}
 	if most <= 1 {
 		return
@@ -183,6 +172,32 @@ func (g *lagrangian) project(u *mult) {
 	}
 }
 
+// linkLoad is, per segment of the order, the sum of the link
+// multipliers of the windows that span it.
+func (g *lagrangian) linkLoad(u *mult) []float64 {
+	f := g.f
+	load := make([]float64, len(f.segs))
+	add := func(m float64, l linkRow) {
+		if m <= 0 {
+			return
+		}
+		for _, j := range f.segments(f.slots(l)) {
+			load[j] += m
+		}
+	}
+	for s := range u.mD {
+		for d, m := range u.mD[s] {
+			add(m, linkRow{toHost: true, a: g.starts[s], c: d})
+		}
+	}
+	for a := range u.mH {
+		for e, m := range u.mH[a] {
+			add(m, linkRow{a: a, c: g.ends[e]})
+		}
+	}
+	return load
+}
+
 // along raises L along the line through u that scales the memory and
 // link multipliers together by s ≥ 0 and gives the clones row what the
 // segments leave, ν = 1 − (the most link multiplier over a segment):
@@ -193,27 +208,8 @@ func (g *lagrangian) project(u *mult) {
 // search over s finds its best point; every point is a bound.
 func (g *lagrangian) along(u *mult) float64 {
 	f := g.f
-	load := make([]float64, len(f.segs))
-	for s := range u.mD {
-		for d, m := range u.mD[s] {
-			if m > 0 {
-				for _, j := range f.segments(f.slots(linkRow{toHost: true, a: g.starts[s], c: d})) {
-					load[j] += m
-				}
-			}
-		}
-	}
-	for a := range u.mH {
-		for e, m := range u.mH[a] {
-			if m > 0 {
-				for _, j := range f.segments(f.slots(linkRow{a: a, c: g.ends[e]})) {
-					load[j] += m
-				}
-			}
-		}
-	}
 	most := 0.0
-	for _, l := range load {
+	for _, l := range g.linkLoad(u) {
 		most = math.Max(most, l)
 	}
 	at := func(s float64) float64 {

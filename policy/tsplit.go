@@ -628,21 +628,20 @@ func (t *tsplit) searchAt(s *passes.State, snap *ir.Model, prefix string, budget
 		// And every order whose plan is within pricedSpread of the best,
 		// from the peak with segments, at the lower link prices, kept like
 		// the segment variants where they beat the rest: which order and
-		// price wins differs by model and budget (linkPrices).
-		// Only where the best plan both swaps and recomputes: the price
-		// moves tensors between the two, and a plan without one of them
-		// has nothing to move (the CI-sized sweep's 99 budgets, which
-		// these variants never changed, then plan without them).
-		for _, x := range vs {
-			if !swapsAndClones(vs[best].plan) {
-				break
-			}
-			if x.err != nil || x.deep || x.plan.Report.Time > vs[best].plan.Report.Time*(1+pricedSpread) {
-				continue
-			}
-			for _, pr := range linkPrices {
-				segs = append(segs, &variant{order: x.order, update: x.update, peakFirst: true, segments: true, chainFit: x.chainFit, price: pr,
-					name: fmt.Sprintf("%s-priced-%g", x.name, pr)})
+		// price wins differs by model and budget (linkPrices). Only where
+		// the best plan both swaps and recomputes: the price moves
+		// tensors between the two, and a plan without one of them has
+		// nothing to move (the CI-sized sweep's 99 budgets, which these
+		// variants never changed, then plan without them).
+		if swapsAndClones(vs[best].plan) {
+			for _, x := range vs {
+				if x.err != nil || x.deep || x.plan.Report.Time > vs[best].plan.Report.Time*(1+pricedSpread) {
+					continue
+				}
+				for _, pr := range linkPrices {
+					segs = append(segs, &variant{order: x.order, update: x.update, peakFirst: true, segments: true, chainFit: x.chainFit, price: pr,
+						name: fmt.Sprintf("%s-priced-%g", x.name, pr)})
+				}
 			}
 		}
 		batch = append(append(append(batch, peaks...), segs...), priced)
